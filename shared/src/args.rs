@@ -1,0 +1,225 @@
+//! The command line, identical in every chapter.
+//!
+//! Parsed by hand with the standard library: twenty lines of `match` are easier to read
+//! than a derive macro, and a reader can see exactly what each flag does. Later chapters
+//! switch on extra flags with [`Extra`]; none of them changes the meaning of the basic ones.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::exit;
+use std::time::Duration;
+
+/// Flags that only some chapters understand. A chapter lists the ones it supports, and
+/// the others are rejected as unknown, so `--help` never promises what a chapter can't do.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Extra {
+    /// `--keep-alive-timeout` and `--header-timeout` (chapter 4 on: timers exist).
+    Timeouts,
+    /// `--workers` and `--queue-limit` (chapter 6: the thread pool).
+    Workers,
+}
+
+/// Everything a chapter needs to know from its command line.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The program's name, such as `ch02-poll`. Also sent as the `Server` header.
+    pub chapter: &'static str,
+    pub host: String,
+    pub port: u16,
+    /// The folder `/files/` serves.
+    pub root: PathBuf,
+    /// Where `/upstream/` fetches from; `None` makes `/upstream/` a 404.
+    pub upstream: Option<SocketAddr>,
+    /// A simulated slow disk: every file open and read takes this much longer.
+    pub fs_delay: Duration,
+    /// Print one line per step of the loop on stderr.
+    pub trace: bool,
+    /// Close a keep-alive connection that has been idle this long (chapter 4 on).
+    pub keep_alive_timeout: Duration,
+    /// Answer 408 to a client that has not sent a whole request head this long after it
+    /// connected or after its previous response (chapter 4 on).
+    pub header_timeout: Duration,
+    /// Threads in the file-system pool (chapter 6).
+    pub workers: usize,
+    /// Jobs that may wait for a worker before new ones are refused with 503 (chapter 6).
+    pub queue_limit: usize,
+}
+
+/// The sample site shipped in the repository, served when no `--root` is given.
+pub fn default_root() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/site"))
+}
+
+impl Config {
+    /// The defaults, before any flag is read.
+    pub fn new(chapter: &'static str) -> Config {
+        Config {
+            chapter,
+            host: "127.0.0.1".to_string(),
+            port: 8080,
+            root: default_root(),
+            upstream: None,
+            fs_delay: Duration::ZERO,
+            trace: false,
+            keep_alive_timeout: Duration::from_secs(5),
+            header_timeout: Duration::from_secs(10),
+            workers: 4,
+            queue_limit: 256,
+        }
+    }
+
+    /// Reads `std::env::args()`. Prints usage and exits 0 on `--help`; prints a one-line
+    /// error and the usage and exits 2 on anything it does not understand.
+    pub fn from_args(chapter: &'static str, extras: &[Extra]) -> Config {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        match Config::parse(chapter, extras, &args) {
+            Ok(Some(config)) => config,
+            Ok(None) => {
+                println!("{}", usage(chapter, extras));
+                exit(0);
+            }
+            Err(message) => {
+                eprintln!("{chapter}: {message}");
+                eprintln!("{}", usage(chapter, extras));
+                exit(2);
+            }
+        }
+    }
+
+    /// The testable part of [`Config::from_args`]: `Ok(None)` means `--help` was asked for.
+    pub fn parse(
+        chapter: &'static str,
+        extras: &[Extra],
+        args: &[String],
+    ) -> Result<Option<Config>, String> {
+        let mut config = Config::new(chapter);
+        let mut args = args.iter();
+        while let Some(flag) = args.next() {
+            // Every flag but these two takes a value.
+            match flag.as_str() {
+                "--help" | "-h" => return Ok(None),
+                "--trace" => {
+                    config.trace = true;
+                    continue;
+                }
+                _ => {}
+            }
+            let needs = |extra: Extra| -> Result<(), String> {
+                if extras.contains(&extra) {
+                    Ok(())
+                } else {
+                    Err(format!("unknown flag {flag} (not in this chapter)"))
+                }
+            };
+            match flag.as_str() {
+                "--host" | "--port" | "--root" | "--upstream" | "--fs-delay-ms" => {}
+                "--keep-alive-timeout" | "--header-timeout" => needs(Extra::Timeouts)?,
+                "--workers" | "--queue-limit" => needs(Extra::Workers)?,
+                _ => return Err(format!("unknown flag {flag}")),
+            }
+            let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
+            let bad = |what: &str| format!("{flag} {value}: expected {what}");
+            match flag.as_str() {
+                "--host" => config.host = value.clone(),
+                "--port" => config.port = value.parse().map_err(|_| bad("a port, 0-65535"))?,
+                "--root" => config.root = PathBuf::from(value),
+                "--upstream" => {
+                    config.upstream = Some(value.parse().map_err(|_| bad("HOST:PORT"))?)
+                }
+                "--fs-delay-ms" => {
+                    let ms: u64 = value.parse().map_err(|_| bad("milliseconds"))?;
+                    config.fs_delay = Duration::from_millis(ms);
+                }
+                "--keep-alive-timeout" => {
+                    config.keep_alive_timeout =
+                        parse_seconds(value).ok_or_else(|| bad("seconds"))?
+                }
+                "--header-timeout" => {
+                    config.header_timeout = parse_seconds(value).ok_or_else(|| bad("seconds"))?
+                }
+                "--workers" => {
+                    config.workers = value.parse().map_err(|_| bad("a number of threads"))?;
+                    if config.workers == 0 {
+                        return Err(bad("at least 1"));
+                    }
+                }
+                "--queue-limit" => {
+                    config.queue_limit = value.parse().map_err(|_| bad("a number of jobs"))?
+                }
+                _ => unreachable!("every flag was matched above"),
+            }
+        }
+        Ok(Some(config))
+    }
+}
+
+/// `"5"`, `"0.25"`: seconds as a decimal, so tests can ask for short timeouts.
+fn parse_seconds(text: &str) -> Option<Duration> {
+    let seconds: f64 = text.parse().ok()?;
+    if seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0 {
+        Some(Duration::from_secs_f64(seconds))
+    } else {
+        None
+    }
+}
+
+/// The `--help` text.
+pub fn usage(chapter: &str, extras: &[Extra]) -> String {
+    let mut text = format!(
+        "usage: {chapter} [--host 127.0.0.1] [--port 8080] [--root DIR] [--upstream HOST:PORT]\n\
+         {pad} [--fs-delay-ms N] [--trace]",
+        pad = " ".repeat(chapter.len() + 6)
+    );
+    if extras.contains(&Extra::Timeouts) {
+        text.push_str(" [--keep-alive-timeout SECS] [--header-timeout SECS]");
+    }
+    if extras.contains(&Extra::Workers) {
+        text.push_str(" [--workers N] [--queue-limit N]");
+    }
+    text.push_str(" [--help]");
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(extras: &[Extra], args: &[&str]) -> Result<Option<Config>, String> {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        Config::parse("ch00-test", extras, &args)
+    }
+
+    #[test]
+    fn defaults_and_flags() {
+        let config = parse(&[], &["--port", "0", "--trace", "--fs-delay-ms", "20"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(config.port, 0);
+        assert!(config.trace);
+        assert_eq!(config.fs_delay, Duration::from_millis(20));
+        assert_eq!(config.host, "127.0.0.1");
+    }
+
+    #[test]
+    fn help_and_errors() {
+        assert!(parse(&[], &["--help"]).unwrap().is_none());
+        assert!(parse(&[], &["--port", "70000"]).is_err());
+        assert!(parse(&[], &["--port"]).is_err());
+        assert!(parse(&[], &["--bogus"]).is_err());
+        assert!(parse(&[], &["--upstream", "nonsense"]).is_err());
+    }
+
+    #[test]
+    fn extras_only_where_enabled() {
+        assert!(parse(&[], &["--workers", "2"]).is_err());
+        let config = parse(&[Extra::Workers], &["--workers", "2"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(config.workers, 2);
+        let config = parse(&[Extra::Timeouts], &["--header-timeout", "0.5"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(config.header_timeout, Duration::from_millis(500));
+        assert!(parse(&[Extra::Timeouts], &["--header-timeout", "-1"]).is_err());
+    }
+}

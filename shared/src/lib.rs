@@ -1,0 +1,22 @@
+//! The part of the workbook that never changes from chapter to chapter.
+//!
+//! Every chapter is one HTTP server. What differs between them is only *how they wait*:
+//! blocking calls, `poll(2)`, an event loop, timers, promises, a thread pool. Everything
+//! else lives here, once, so that `diff -ru` between two chapters shows the lesson and
+//! nothing else:
+//!
+//! - [`args`]: the command line every chapter accepts (`--port`, `--root`, `--trace`, ...).
+//! - [`listener`]: the listening socket, with the options real servers set.
+//! - [`http`]: an incremental HTTP/1.1 request parser and the response writer.
+//! - [`app`]: the demo application, a pure function from a request to what to do next.
+//! - [`files`]: serving files from `--root` without ever leaving it.
+//! - [`upstream`]: the bits of an HTTP client that `/upstream/` needs.
+//! - [`trace`]: the `--trace` switch, one line per step on stderr.
+
+pub mod app;
+pub mod args;
+pub mod files;
+pub mod http;
+pub mod listener;
+pub mod trace;
+pub mod upstream;

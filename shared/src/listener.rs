@@ -1,0 +1,65 @@
+//! The listening socket.
+//!
+//! `std::net::TcpListener::bind` is fine for a toy, but it hides two choices real servers
+//! make on purpose, so we make them here with `socket2`, visibly:
+//!
+//! - `SO_REUSEADDR`: restart the server at once, even while old connections to the port
+//!   still sit in `TIME_WAIT`. Without it a quick restart fails with "address in use".
+//! - an explicit backlog: how many finished handshakes the kernel queues for us while we
+//!   are busy. std picks 128; a server that is meant to take thousands of clients asks for
+//!   more (nginx uses 511, Redis 511; Linux caps it at `net.core.somaxconn`).
+
+use std::io::{self, Write};
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::process::exit;
+
+use socket2::{Domain, Protocol, Socket, Type};
+
+use crate::args::Config;
+
+/// How many connections the kernel may queue before we `accept` them.
+pub const BACKLOG: i32 = 1024;
+
+/// Binds `host:port`. A non-blocking listener is what `poll`-based chapters want: `accept`
+/// then answers `WouldBlock` instead of waiting when nobody is there.
+pub fn bind(host: &str, port: u16, nonblocking: bool) -> io::Result<TcpListener> {
+    let address: SocketAddr = (host, port)
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "host has no address"))?;
+    let socket = Socket::new(
+        Domain::for_address(address),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&address.into())?;
+    socket.listen(BACKLOG)?;
+    socket.set_nonblocking(nonblocking)?;
+    Ok(socket.into())
+}
+
+/// Binds as the config says and prints the contract's first line,
+/// `listening on http://HOST:PORT`, with the real port (`--port 0` picks a free one).
+/// A port in use is a one-line error and exit status 1, not a panic.
+pub fn listen(config: &Config, nonblocking: bool) -> TcpListener {
+    let listener = match bind(&config.host, config.port, nonblocking) {
+        Ok(listener) => listener,
+        Err(error) => {
+            eprintln!(
+                "{}: cannot listen on {}:{}: {error}",
+                config.chapter, config.host, config.port
+            );
+            exit(1);
+        }
+    };
+    let port = listener
+        .local_addr()
+        .map(|a| a.port())
+        .unwrap_or(config.port);
+    let mut stdout = io::stdout();
+    // Tests and scripts wait for this line, so it must not sit in a buffer.
+    let _ = writeln!(stdout, "listening on http://{}:{port}", config.host);
+    let _ = stdout.flush();
+    listener
+}
