@@ -18,6 +18,7 @@ pub const HELLO: &[u8] = b"Hello, world!\n";
 /// The longest `/sleep?ms=N` allowed.
 pub const MAX_SLEEP_MS: u64 = 10_000;
 
+// ANCHOR: action
 /// What to do with a request.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Action<'a> {
@@ -33,6 +34,7 @@ pub enum Action<'a> {
         path_and_query: Cow<'a, str>,
     },
 }
+// ANCHOR_END: action
 
 /// The numbers `/stats` shows. Each chapter keeps them; a chapter without timers or jobs
 /// leaves those at 0.

@@ -21,12 +21,14 @@ use shared::http::{self, date, response::Framing, Parse, Response, Version};
 use shared::{files, listener, trace, upstream};
 
 fn main() {
+    // ANCHOR: setup
     let config = Config::from_args("ch01-blocking", &[]);
     if config.trace {
         trace::enable();
     }
     let listener = listener::listen(&config, false);
     let mut stats = Stats::default();
+    // ANCHOR_END: setup
 
     // ANCHOR: accept_loop
     loop {
@@ -125,6 +127,7 @@ fn run_app(request: &http::Request, config: &Config, stats: &Stats) -> Response 
 }
 // ANCHOR_END: run_app
 
+// ANCHOR: close_gently
 /// Closes without losing the response. If we simply closed while the client still had
 /// unread bytes on their way to us (a pipelined request, the rest of a rejected body), the
 /// kernel would answer with a reset, and a reset can destroy the response before the
@@ -142,3 +145,4 @@ fn close_gently(mut stream: TcpStream) {
         }
     }
 }
+// ANCHOR_END: close_gently

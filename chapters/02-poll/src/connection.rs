@@ -25,6 +25,7 @@ use shared::trace;
 /// How much a lingering connection may send us before we stop being polite and close.
 const MAX_DISCARD: usize = 1024 * 1024;
 
+// ANCHOR: state
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     /// Waiting for the rest of the request.
@@ -36,6 +37,7 @@ enum State {
     /// Finished: the main loop drops it, which closes the socket.
     Done,
 }
+// ANCHOR_END: state
 
 // ANCHOR: connection
 pub struct Connection {
@@ -89,6 +91,7 @@ impl Connection {
     }
     // ANCHOR_END: interest
 
+    // ANCHOR: on_events
     /// Called by the loop with what `poll` reported for this socket.
     pub fn on_events(&mut self, events: PollFlags, config: &Config, stats: &mut Stats) {
         // POLLERR: the connection failed (a reset, say). POLLNVAL: not an open descriptor.
@@ -105,6 +108,7 @@ impl Connection {
             self.on_writable();
         }
     }
+    // ANCHOR_END: on_events
 
     // ANCHOR: on_readable
     /// The socket has bytes for us (or end-of-file). Read once: `poll` is level-triggered,
@@ -224,6 +228,7 @@ impl Connection {
     }
     // ANCHOR_END: on_writable
 
+    // ANCHOR: start_lingering
     /// Closes without losing the response. Closing while the client still has bytes on
     /// their way to us (a pipelined request, the rest of a rejected body) makes the kernel
     /// send a reset, which can destroy the response before the client has read it. So we
@@ -237,6 +242,7 @@ impl Connection {
             State::Lingering
         };
     }
+    // ANCHOR_END: start_lingering
 
     fn fd(&self) -> i32 {
         self.stream.as_raw_fd()

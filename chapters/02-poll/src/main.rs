@@ -32,6 +32,7 @@ use shared::{files, listener, trace, upstream};
 use connection::Connection;
 
 fn main() {
+    // ANCHOR: setup
     let config = Config::from_args("ch02-poll", &[]);
     if config.trace {
         trace::enable();
@@ -41,6 +42,7 @@ fn main() {
     let mut connections: Vec<Connection> = Vec::new();
     let mut stats = Stats::default();
     let mut accepting = true;
+    // ANCHOR_END: setup
 
     // ANCHOR: loop
     loop {

@@ -65,6 +65,7 @@ pub struct ParseError {
     pub reason: &'static str,
 }
 
+// ANCHOR: parse_result
 #[derive(Debug, PartialEq, Eq)]
 pub enum Parse<'a> {
     Complete {
@@ -74,6 +75,7 @@ pub enum Parse<'a> {
     Incomplete,
     Invalid(ParseError),
 }
+// ANCHOR_END: parse_result
 
 fn invalid(status: u16, reason: &'static str) -> ParseError {
     ParseError { status, reason }

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Checks that the book matches the code, and that it builds cleanly.
+#
+# Usage: book/tools/check.sh        (from anywhere in the repository)
+#
+# 1. The checks in shared/tests/book.rs: every include names an existing file and anchor,
+#    every diff a page shows is fresh (book/tools/gen-diffs.sh would not change it), the
+#    summary lists exactly the pages that exist, and local links and images resolve.
+# 2. If mdbook is installed: `mdbook build` prints no warning or error, and no include
+#    directive is left unexpanded in the HTML it writes. The build goes to a temporary
+#    folder, so book/book/ is left alone.
+#
+# To fix a stale diff, run book/tools/gen-diffs.sh and look at what changed.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+
+echo "== book: includes, diffs, summary, links (shared/tests/book.rs)"
+cargo test --quiet -p shared --test book
+
+if ! command -v mdbook >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/mdbook" ]; then
+    export PATH="$HOME/.cargo/bin:$PATH"
+fi
+if ! command -v mdbook >/dev/null 2>&1; then
+    echo "== book: mdbook is not installed, skipping the build (cargo install --locked mdbook)"
+    exit 0
+fi
+
+echo "== book: mdbook build"
+built="$(mktemp -d)"
+log="$built.log"
+trap 'rm -rf "$built" "$log"' EXIT
+mdbook build book --dest-dir "$built" >"$log" 2>&1 || {
+    cat "$log"
+    echo "mdbook build failed" >&2
+    exit 1
+}
+if grep -E 'WARN|ERROR' "$log"; then
+    echo "mdbook build printed warnings or errors" >&2
+    exit 1
+fi
+# A directive mdBook could not expand would survive as text in the HTML.
+if grep -rl --include='*.html' '{{#' "$built"; then
+    echo "the pages above still contain an unexpanded include directive" >&2
+    exit 1
+fi
+echo "book OK: $(find "$built" -maxdepth 1 -name '*.html' | wc -l) pages built"

@@ -1,0 +1,408 @@
+//! Checks that the book (`book/`) still matches the code it teaches.
+//!
+//! The book never pastes code: every excerpt is pulled from the chapters' sources by
+//! mdBook's include directive and a named anchor (`// ANCHOR: name` ... `// ANCHOR_END:
+//! name`), and every "what changed" diff is generated from the sources by
+//! `book/tools/gen-diffs.sh`. Both can go wrong quietly: mdBook renders an anchor that no
+//! longer exists as an empty code block, and a diff generated last week goes on showing
+//! last week's code. This test turns both into failures, along with a few other ways the
+//! book can drift from the repository:
+//!
+//! - every include names a file that exists, and an anchor that opens and closes in it;
+//! - every diff a page shows is committed, and is exactly what `gen-diffs.sh` produces now;
+//! - every page in `SUMMARY.md` exists, every page exists in `SUMMARY.md`, and a chapter's
+//!   page is listed only once that chapter's code exists (no placeholder pages);
+//! - every local link and image points at a file that exists.
+//!
+//! It lives in `shared` because that is the one crate every chapter depends on, and it
+//! needs nothing but the standard library and the `diff` and `bash` programs.
+//! `book/tools/check.sh` runs it together with an `mdbook build`.
+
+use std::fs;
+use std::path::{Component, Path, PathBuf};
+use std::process::Command;
+
+/// The repository's root: `shared/` sits directly inside it.
+fn repository() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the shared crate lives inside the repository")
+        .to_path_buf()
+}
+
+fn book_src() -> PathBuf {
+    repository().join("book/src")
+}
+
+/// Every `.md` file under `folder`, in a stable order.
+fn markdown_files(folder: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut folders = vec![folder.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        let entries = fs::read_dir(&folder)
+            .unwrap_or_else(|error| panic!("cannot list {}: {error}", folder.display()));
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.extension().is_some_and(|extension| extension == "md") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+fn read(path: &Path) -> String {
+    fs::read_to_string(path)
+        .unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()))
+}
+
+/// `chapters/01-blocking/src/main.rs` rather than a long absolute path full of `..`, for
+/// messages.
+fn short(path: &Path) -> String {
+    let mut tidy = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::ParentDir => {
+                tidy.pop();
+            }
+            Component::CurDir => {}
+            other => tidy.push(other),
+        }
+    }
+    tidy.strip_prefix(repository())
+        .unwrap_or(&tidy)
+        .display()
+        .to_string()
+}
+
+/// One include directive found in a page.
+struct Include {
+    /// Where it was found, as `book/src/page.md:12`.
+    place: String,
+    /// The file it names, resolved against the page's folder.
+    file: PathBuf,
+    /// What follows the path after a `:`, if anything.
+    selector: Option<String>,
+}
+
+/// Finds the include directives in one page. mdBook skips a directive written with a
+/// backslash in front (`\{{#include ...}}`), so we do too.
+fn includes_in(page: &Path) -> Vec<Include> {
+    let text = read(page);
+    let folder = page.parent().expect("a page is inside book/src");
+    let mut found = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        for directive in ["{{#include ", "{{#rustdoc_include "] {
+            let mut rest = line;
+            let mut offset = 0;
+            while let Some(start) = rest.find(directive) {
+                let escaped = line[..offset + start].ends_with('\\');
+                let after = &rest[start + directive.len()..];
+                let Some(end) = after.find("}}") else { break };
+                if !escaped {
+                    let argument = after[..end].trim();
+                    let (path, selector) = match argument.split_once(':') {
+                        Some((path, selector)) => (path, Some(selector.to_string())),
+                        None => (argument, None),
+                    };
+                    found.push(Include {
+                        place: format!("{}:{}", short(page), index + 1),
+                        file: folder.join(path),
+                        selector,
+                    });
+                }
+                let consumed = start + directive.len() + end + 2;
+                offset += consumed;
+                rest = &rest[consumed..];
+            }
+        }
+    }
+    found
+}
+
+/// Does `line` carry the marker `ANCHOR: name` (or `ANCHOR_END: name`) for exactly this
+/// name? mdBook's own pattern is `ANCHOR:\s*([\w_-]+)`, so `setup` must not match a
+/// marker for `setup_more`.
+fn has_marker(line: &str, marker: &str, name: &str) -> bool {
+    let Some(position) = line.find(marker) else {
+        return false;
+    };
+    let rest = line[position + marker.len()..].trim_start();
+    let word: String = rest
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '-')
+        .collect();
+    word == name
+}
+
+/// What is wrong with this include, if anything.
+fn check_include(include: &Include) -> Option<String> {
+    let Ok(text) = fs::read_to_string(&include.file) else {
+        return Some(format!(
+            "{}: includes {}, which does not exist",
+            include.place,
+            short(&include.file)
+        ));
+    };
+    let anchor = include.selector.as_deref()?;
+    if anchor.is_empty() || anchor.chars().all(|c| c.is_ascii_digit() || c == ':') {
+        // Line numbers are allowed by mdBook, but they silently point at the wrong lines
+        // once the file changes. Anchors move with the code.
+        return Some(format!(
+            "{}: includes {} by line numbers; mark the excerpt with an anchor instead",
+            include.place,
+            short(&include.file)
+        ));
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines
+        .iter()
+        .position(|line| has_marker(line, "ANCHOR:", anchor));
+    let Some(start) = start else {
+        return Some(format!(
+            "{}: no `ANCHOR: {anchor}` in {}",
+            include.place,
+            short(&include.file)
+        ));
+    };
+    let end = lines[start..]
+        .iter()
+        .position(|line| has_marker(line, "ANCHOR_END:", anchor));
+    match end {
+        None => Some(format!(
+            "{}: `ANCHOR: {anchor}` in {} is never closed by `ANCHOR_END: {anchor}`",
+            include.place,
+            short(&include.file)
+        )),
+        Some(1) => Some(format!(
+            "{}: anchor `{anchor}` in {} is empty",
+            include.place,
+            short(&include.file)
+        )),
+        Some(_) => None,
+    }
+}
+
+#[test]
+fn every_include_names_an_existing_file_and_anchor() {
+    let mut problems = Vec::new();
+    let mut count = 0;
+    for page in markdown_files(&book_src()) {
+        for include in includes_in(&page) {
+            count += 1;
+            problems.extend(check_include(&include));
+        }
+    }
+    assert!(count > 0, "found no include directives at all in book/src");
+    assert!(
+        problems.is_empty(),
+        "the book's excerpts no longer match the code:\n  {}",
+        problems.join("\n  ")
+    );
+}
+
+/// A temporary folder that is removed again however the test ends.
+struct TemporaryFolder(PathBuf);
+
+impl TemporaryFolder {
+    fn new(name: &str) -> TemporaryFolder {
+        let path = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&path); // left over from a killed run, perhaps
+        fs::create_dir_all(&path)
+            .unwrap_or_else(|error| panic!("cannot create {}: {error}", path.display()));
+        TemporaryFolder(path)
+    }
+}
+
+impl Drop for TemporaryFolder {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The `diff-*.diff` files in `folder`, by name.
+fn diff_files(folder: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(folder)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|entry| entry.file_name().into_string().ok())
+                .filter(|name| name.starts_with("diff-") && name.ends_with(".diff"))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[test]
+fn generated_diffs_are_fresh() {
+    let fresh = TemporaryFolder::new("book-diffs");
+    let script = repository().join("book/tools/gen-diffs.sh");
+    let output = Command::new("bash")
+        .arg(&script)
+        .arg(&fresh.0)
+        .output()
+        .unwrap_or_else(|error| panic!("cannot run bash {}: {error}", script.display()));
+    assert!(
+        output.status.success(),
+        "{} failed:\n{}",
+        short(&script),
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    let committed_folder = book_src().join("generated");
+    let expected = diff_files(&fresh.0);
+    let committed = diff_files(&committed_folder);
+    let mut problems = Vec::new();
+    for name in &expected {
+        match fs::read(committed_folder.join(name)) {
+            Err(_) => problems.push(format!("book/src/generated/{name} is missing")),
+            Ok(bytes) if bytes != fs::read(fresh.0.join(name)).unwrap_or_default() => problems
+                .push(format!(
+                    "book/src/generated/{name} is stale: the chapters changed since it was made"
+                )),
+            Ok(_) => {}
+        }
+    }
+    for name in committed.iter().filter(|name| !expected.contains(name)) {
+        problems.push(format!(
+            "book/src/generated/{name} is shown by no page; delete it"
+        ));
+    }
+    assert!(
+        problems.is_empty(),
+        "{}\nrun book/tools/gen-diffs.sh to regenerate them",
+        problems.join("\n")
+    );
+}
+
+/// The targets of the markdown links `[text](target)` and images `![alt](target)` in
+/// `text`, outside code blocks, with the line each is on.
+fn links_in(text: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    let mut in_code_block = false;
+    for (index, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            in_code_block = !in_code_block;
+            continue;
+        }
+        if in_code_block {
+            continue;
+        }
+        let mut rest = line;
+        while let Some(start) = rest.find("](") {
+            let after = &rest[start + 2..];
+            let Some(end) = after.find(')') else { break };
+            found.push((index + 1, after[..end].to_string()));
+            rest = &after[end..];
+        }
+    }
+    found
+}
+
+fn is_local(target: &str) -> bool {
+    !(target.is_empty()
+        || target.starts_with('#')
+        || target.starts_with("http://")
+        || target.starts_with("https://")
+        || target.starts_with("mailto:"))
+}
+
+#[test]
+fn summary_lists_exactly_the_pages_that_exist() {
+    let src = book_src();
+    let summary_path = src.join("SUMMARY.md");
+    let summary = read(&summary_path);
+    let mut problems = Vec::new();
+    let mut listed = Vec::new();
+    for (line, target) in links_in(&summary) {
+        if !is_local(&target) {
+            continue;
+        }
+        let page = src.join(&target);
+        if !page.is_file() {
+            problems.push(format!("SUMMARY.md:{line}: {target} does not exist"));
+        }
+        // A page called chNN-something.md teaches chapters/NN-something: it may only be
+        // listed once that chapter has code.
+        if let Some(number) = target
+            .strip_prefix("ch")
+            .and_then(|rest| rest.get(..2))
+            .filter(|digits| digits.chars().all(|c| c.is_ascii_digit()))
+        {
+            let has_code = fs::read_dir(repository().join("chapters"))
+                .map(|entries| {
+                    entries.flatten().any(|entry| {
+                        let name = entry.file_name().to_string_lossy().into_owned();
+                        name.starts_with(&format!("{number}-"))
+                            && entry.path().join("src/main.rs").is_file()
+                    })
+                })
+                .unwrap_or(false);
+            if !has_code {
+                problems.push(format!(
+                    "SUMMARY.md:{line}: {target} is listed, but chapters/{number}-* has no code yet"
+                ));
+            }
+        }
+        listed.push(page);
+    }
+    for page in markdown_files(&src) {
+        let inside_generated = page.starts_with(src.join("generated"));
+        if page == summary_path || inside_generated {
+            continue; // the summary itself, and pieces that pages include
+        }
+        if !listed.contains(&page) {
+            problems.push(format!(
+                "{} is not in SUMMARY.md, so no reader will find it",
+                short(&page)
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn local_links_and_images_exist() {
+    let src = book_src();
+    let mut problems = Vec::new();
+    for page in markdown_files(&src) {
+        if page.starts_with(src.join("generated")) {
+            continue; // checked below, as part of the pages that include them
+        }
+        let folder = page.parent().expect("a page is inside book/src");
+        // mdBook pastes an included Markdown file into the page before rendering it, so
+        // the links in that file are resolved from the *page's* folder, not its own.
+        let mut sources = vec![page.clone()];
+        sources.extend(
+            includes_in(&page)
+                .into_iter()
+                .filter(|include| include.selector.is_none())
+                .map(|include| include.file)
+                .filter(|file| file.extension().is_some_and(|extension| extension == "md")),
+        );
+        for source in sources {
+            let Ok(text) = fs::read_to_string(&source) else {
+                continue; // a missing include is reported by the include test
+            };
+            for (line, target) in links_in(&text) {
+                if !is_local(&target) {
+                    continue;
+                }
+                let file = target.split('#').next().unwrap_or_default();
+                if !folder.join(file).exists() {
+                    problems.push(format!(
+                        "{}:{line}: {target} does not exist (seen from {})",
+                        short(&source),
+                        short(&page)
+                    ));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
