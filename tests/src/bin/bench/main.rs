@@ -1,0 +1,530 @@
+//! `bench`: the workbook's benchmark harness. Why the event loop wins, in numbers and in a
+//! picture.
+//!
+//! ```text
+//! cargo run --release -p suite --bin bench -- [--quick] [--chapters 1,2,3]
+//!     [--out book/src/generated | --no-write] [--generator auto|wrk|own] [--no-nginx] ...
+//! ```
+//!
+//! It builds the chapters in release mode, then applies the same loads to each of them and
+//! to nginx (one worker process, as single-threaded as our chapters), one server at a time,
+//! on 127.0.0.1 only: keep-alive `/hello` at 1, 50 and 500 connections, 16 pipelined
+//! requests, an 8 MiB file, and `/hello` while 0 to 10,000 idle connections are open.
+//! Then it counts system calls per request (`strace`) and heap allocations per request
+//! (`valgrind --tool=dhat`) where those tools are installed. It prints a Markdown report
+//! and writes it, with an SVG chart, to the book's `generated/` folder.
+//!
+//! The pieces, one file each: `targets` (building and starting servers), `generator`
+//! (`wrk` or our own `load`), `scenarios` (what to measure, one round at a time), `probes`
+//! (bounded checks and idle connections), `syscalls`, `allocations`, `report` (the tables)
+//! and `chart` (the SVG). `process` makes sure no child outlives the harness.
+//!
+//! Bounded in time: a full run takes under ten minutes, `--quick` about two; every wait
+//! has a deadline, and a chapter that cannot serve a scenario is reported as blocked.
+
+mod allocations;
+mod chart;
+mod generator;
+mod probes;
+mod process;
+mod report;
+mod scenarios;
+mod syscalls;
+mod targets;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{exit, Command};
+use std::time::{Duration, Instant};
+
+use generator::{Generator, Load};
+use process::{find_program, run_bounded, TempDir};
+use report::{human_duration, latency_text, rate_text, Run, ScenarioResult};
+use scenarios::{Outcome, Scenario, SCENARIOS};
+use targets::{Site, Target};
+
+const USAGE: &str = "\
+usage: bench [--quick] [--chapters 1,2,3] [--out DIR | --no-write]
+             [--generator auto|wrk|own] [--no-nginx] [--scenarios ID,ID,...]
+             [--rounds N] [--seconds N] [--no-syscalls] [--no-allocations]
+
+  --quick            one round of 1 s per scenario and server (about 2 minutes)
+  --chapters LIST    which chapters, by number (default: every folder in chapters/)
+  --out DIR          where to write bench.md and bench.svg (default: book/src/generated)
+  --no-write         only print the report
+  --generator G      wrk (default when installed) or own (tests/src/bin/load.rs)
+  --no-nginx         do not run nginx as the peer
+  --scenarios LIST   only these scenarios: keep-alive-1, keep-alive-50, keep-alive-500,
+                     pipelined-16, file-8mib, idle-0, idle-1k, idle-5k, idle-10k
+  --rounds N         rounds per scenario (default 2; --quick: 1)
+  --seconds N        seconds per round (default: what fits in ten minutes, at most 3)
+  --no-syscalls      skip counting system calls with strace
+  --no-allocations   skip counting heap allocations with valgrind";
+
+/// The full run's budget for the scenarios, leaving room for strace, valgrind and builds.
+const SCENARIO_BUDGET_SECS: f64 = 420.0;
+/// Starting a server, opening idle connections, the probe: about this much per round.
+const ROUND_OVERHEAD_SECS: f64 = 0.8;
+/// Requests per DHAT run; the difference is what is divided.
+const ALLOCATION_REQUESTS: (u64, u64) = (500, 2500);
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Choice {
+    Auto,
+    Wrk,
+    Own,
+}
+
+#[derive(Debug)]
+struct Options {
+    quick: bool,
+    chapters: Option<Vec<u32>>,
+    out: Option<PathBuf>,
+    write: bool,
+    generator: Choice,
+    nginx: bool,
+    scenarios: Option<Vec<String>>,
+    rounds: Option<usize>,
+    seconds: Option<u64>,
+    syscalls: bool,
+    allocations: bool,
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let options = match parse_args(&args) {
+        Ok(Some(options)) => options,
+        Ok(None) => {
+            println!("{USAGE}");
+            return;
+        }
+        Err(message) => {
+            eprintln!("bench: {message}\n{USAGE}");
+            exit(2);
+        }
+    };
+    if let Err(message) = run(&options, &args) {
+        eprintln!("bench: {message}");
+        exit(1);
+    }
+}
+
+fn parse_args(args: &[String]) -> Result<Option<Options>, String> {
+    let mut options = Options {
+        quick: false,
+        chapters: None,
+        out: None,
+        write: true,
+        generator: Choice::Auto,
+        nginx: true,
+        scenarios: None,
+        rounds: None,
+        seconds: None,
+        syscalls: true,
+        allocations: true,
+    };
+    let mut rest = args.iter();
+    while let Some(flag) = rest.next() {
+        let mut value = || {
+            rest.next()
+                .cloned()
+                .ok_or_else(|| format!("{flag} needs a value"))
+        };
+        match flag.as_str() {
+            "--help" | "-h" => return Ok(None),
+            "--quick" => options.quick = true,
+            "--chapters" => {
+                let list = value()?;
+                let numbers = list
+                    .split(',')
+                    .map(|n| n.trim().parse::<u32>())
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|_| format!("--chapters {list}: expected numbers like 1,2,3"))?;
+                options.chapters = Some(numbers);
+            }
+            "--out" => options.out = Some(PathBuf::from(value()?)),
+            "--no-write" => options.write = false,
+            "--generator" => {
+                options.generator = match value()?.as_str() {
+                    "auto" => Choice::Auto,
+                    "wrk" => Choice::Wrk,
+                    "own" => Choice::Own,
+                    other => return Err(format!("--generator {other}: expected wrk or own")),
+                }
+            }
+            "--no-nginx" => options.nginx = false,
+            "--scenarios" => {
+                let list: Vec<String> = value()?.split(',').map(str::to_string).collect();
+                for id in &list {
+                    if !SCENARIOS.iter().any(|scenario| scenario.id == id) {
+                        return Err(format!("no scenario {id}"));
+                    }
+                }
+                options.scenarios = Some(list);
+            }
+            "--rounds" => {
+                let rounds = value()?;
+                options.rounds = Some(
+                    rounds
+                        .parse()
+                        .ok()
+                        .filter(|&n| n > 0)
+                        .ok_or_else(|| format!("--rounds {rounds}: expected 1 or more"))?,
+                )
+            }
+            "--seconds" => {
+                let seconds = value()?;
+                options.seconds = Some(
+                    seconds
+                        .parse()
+                        .ok()
+                        .filter(|&n| (1..=60).contains(&n))
+                        .ok_or_else(|| format!("--seconds {seconds}: expected 1 to 60"))?,
+                )
+            }
+            "--no-syscalls" => options.syscalls = false,
+            "--no-allocations" => options.allocations = false,
+            other => return Err(format!("unknown flag {other}")),
+        }
+    }
+    Ok(Some(options))
+}
+
+fn run(options: &Options, args: &[String]) -> Result<(), String> {
+    let started = Instant::now();
+    let load_before = report::load_average();
+    let workspace = find_workspace()?;
+
+    // 1. Build what we measure. A chapter that does not build (one being written, say) is
+    //    left out and named in the report, not allowed to stop the run.
+    let mut chapters = targets::discover_chapters(&workspace);
+    let mut skipped = Vec::new();
+    if let Some(numbers) = &options.chapters {
+        for number in numbers {
+            if !chapters.iter().any(|(n, _)| n == number) {
+                skipped.push((
+                    format!("chapter {number}"),
+                    "no such folder in chapters/".into(),
+                ));
+            }
+        }
+        chapters.retain(|(number, _)| numbers.contains(number));
+    }
+    let mut servers = Vec::new();
+    for (_, package) in &chapters {
+        eprintln!("bench: building {package} (release)");
+        match Target::chapter(&workspace, package) {
+            Ok(target) => servers.push(target),
+            Err(why) => {
+                eprintln!("bench: leaving out {package}: {why}");
+                skipped.push((package.clone(), why));
+            }
+        }
+    }
+    eprintln!("bench: building load (release)");
+    let load_program = targets::build(&workspace, "suite", "load")?;
+
+    let temp = TempDir::new("workbook-bench")
+        .map_err(|error| format!("cannot make a temporary folder: {error}"))?;
+    let site = Site::create(temp.path())
+        .map_err(|error| format!("cannot write the test files: {error}"))?;
+
+    // 2. Every server must answer `/hello` before it is measured. A chapter that is still a
+    //    placeholder exits at once: it is named in the report instead.
+    let mut peer = None;
+    if options.nginx {
+        match find_program("nginx") {
+            Some(program) => {
+                let version = tool_version(&program, "-v");
+                servers.push(Target::nginx(program));
+                peer = Some(format!(
+                    "{version}, one process serving (`master_process off`, \
+                     `worker_processes 1`), access log off, `sendfile on`"
+                ));
+            }
+            None => eprintln!("bench: nginx is not installed; measuring the chapters alone"),
+        }
+    }
+    servers.retain(|server| match smoke_test(server, &site) {
+        Ok(()) => true,
+        Err(why) => {
+            eprintln!("bench: leaving out {}: {why}", server.name);
+            skipped.push((server.name.clone(), why));
+            false
+        }
+    });
+    if !servers.iter().any(|server| !server.is_nginx()) {
+        return Err("no chapter could be started; nothing to measure".into());
+    }
+    if !servers.iter().any(Target::is_nginx) {
+        peer = None;
+    }
+    let nginx = servers.iter().position(Target::is_nginx);
+    let generator = choose_generator(options.generator, &load_program, &site)?;
+
+    // 3. The plan: how many rounds of how long fit the time budget.
+    let scenarios: Vec<&'static Scenario> = SCENARIOS
+        .iter()
+        .filter(|scenario| {
+            options
+                .scenarios
+                .as_ref()
+                .map_or(true, |ids| ids.iter().any(|id| id == scenario.id))
+        })
+        .collect();
+    let rounds = options.rounds.unwrap_or(if options.quick { 1 } else { 2 });
+    let runs = scenarios.len() * rounds * servers.len();
+    let seconds = options.seconds.unwrap_or_else(|| {
+        if options.quick {
+            1
+        } else {
+            let fits = SCENARIO_BUDGET_SECS / runs.max(1) as f64 - ROUND_OVERHEAD_SECS;
+            fits.floor().clamp(1.0, 3.0) as u64
+        }
+    });
+    let most_idle = scenarios
+        .iter()
+        .map(|scenario| scenario.idle)
+        .max()
+        .unwrap_or(0);
+    if let Some((soft, _)) = targets::open_files_limits() {
+        // Ours: the idle connections, the generator's, and a few to spare.
+        if (soft as usize) < most_idle + 100 {
+            eprintln!(
+                "bench: warning: this process may open only {soft} files, and the idle \
+                 scenarios need {most_idle} connections; raise it first (`ulimit -n 20000`)"
+            );
+        }
+    }
+    let names: Vec<&str> = servers.iter().map(|server| server.name.as_str()).collect();
+    eprintln!(
+        "bench: {} scenarios x {} servers ({}) x {rounds} round(s) of {seconds} s, with {}; \
+         about {} for the scenarios",
+        scenarios.len(),
+        servers.len(),
+        names.join(", "),
+        generator.short_name(),
+        human_duration(Duration::from_secs_f64(
+            runs as f64 * (seconds as f64 + ROUND_OVERHEAD_SECS)
+        ))
+    );
+
+    // 4. The scenarios. Within a round every server takes its turn, so the per-round ratio
+    //    to nginx compares two runs made minutes, not hours, apart.
+    // ANCHOR: rounds
+    let mut results = Vec::new();
+    let mut done = 0;
+    for scenario in &scenarios {
+        let mut outcomes: Vec<Vec<Outcome>> = vec![Vec::new(); servers.len()];
+        for round in 1..=rounds {
+            for (index, server) in servers.iter().enumerate() {
+                done += 1;
+                let outcome = scenarios::run_once(
+                    server,
+                    &site,
+                    &generator,
+                    scenario,
+                    Duration::from_secs(seconds),
+                );
+                eprintln!(
+                    "[{done:>3}/{runs}] {:<14} {:<16} round {round}/{rounds}: {}",
+                    scenario.id,
+                    server.name,
+                    describe(&outcome)
+                );
+                outcomes[index].push(outcome);
+            }
+        }
+        results.push(ScenarioResult {
+            scenario,
+            cells: report::summarize(&outcomes, nginx),
+        });
+    }
+    // ANCHOR_END: rounds
+
+    // 5. System calls per request, where strace is installed.
+    let window = if options.quick { 1 } else { 2 };
+    let strace = find_program("strace").filter(|_| options.syscalls);
+    let mut syscall_counts = Vec::new();
+    if let Some(strace) = &strace {
+        let load = Load {
+            path: "/hello".into(),
+            connections: 50,
+            pipeline: 1,
+            duration: Duration::from_secs(window),
+        };
+        for server in &servers {
+            let count = syscalls::count(strace, server, &site, &generator, &load);
+            match &count {
+                Ok(count) => eprintln!(
+                    "bench: {:<16} {:.2} system calls per request ({} requests traced)",
+                    server.name,
+                    count.per_request(),
+                    count.requests
+                ),
+                Err(why) => eprintln!("bench: {:<16} syscalls not counted: {why}", server.name),
+            }
+            syscall_counts.push((server.name.clone(), count));
+        }
+    } else if options.syscalls {
+        eprintln!("bench: strace is not installed; not counting system calls");
+    }
+
+    // 6. Heap allocations per request, where valgrind is installed (chapters only: nginx
+    //    allocates from its own pools, which DHAT would not see as we mean it).
+    let valgrind = find_program("valgrind").filter(|_| options.allocations);
+    let mut allocation_counts = Vec::new();
+    if let Some(valgrind) = &valgrind {
+        for server in servers.iter().filter(|server| !server.is_nginx()) {
+            let count =
+                allocations::count(valgrind, &load_program, server, &site, ALLOCATION_REQUESTS);
+            match &count {
+                Ok(count) => eprintln!(
+                    "bench: {:<16} {:.2} heap allocations per /hello request",
+                    server.name, count.blocks_per_request
+                ),
+                Err(why) => {
+                    eprintln!("bench: {:<16} allocations not counted: {why}", server.name)
+                }
+            }
+            allocation_counts.push((server.name.clone(), count));
+        }
+    } else if options.allocations {
+        eprintln!("bench: valgrind is not installed; not counting allocations");
+    }
+
+    // 7. The report: on the terminal, and as the book's generated files.
+    let mut command = "cargo run --release -p suite --bin bench".to_string();
+    if !args.is_empty() {
+        command.push_str(" -- ");
+        command.push_str(&args.join(" "));
+    }
+    let run = Run {
+        command,
+        generator: generator.describe(),
+        peer,
+        rounds,
+        seconds,
+        runtime: started.elapsed(),
+        load_before,
+        servers: servers.iter().map(|server| server.name.clone()).collect(),
+        scenarios: results,
+        syscall_window: strace
+            .is_some()
+            .then(|| ("keep-alive-50".to_string(), window)),
+        syscalls: syscall_counts,
+        allocation_requests: ALLOCATION_REQUESTS,
+        allocations: allocation_counts,
+        skipped,
+    };
+    let page = report::markdown(&run);
+    println!("{page}");
+    if options.write {
+        let folder = options
+            .out
+            .clone()
+            .unwrap_or_else(|| workspace.join("book/src/generated"));
+        fs::create_dir_all(&folder)
+            .map_err(|error| format!("cannot create {}: {error}", folder.display()))?;
+        for (name, text) in [("bench.md", page), ("bench.svg", chart::svg(&run))] {
+            let path = folder.join(name);
+            fs::write(&path, text)
+                .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+            eprintln!("bench: wrote {}", path.display());
+        }
+    }
+    eprintln!("bench: finished in {}", human_duration(started.elapsed()));
+    Ok(())
+}
+
+/// The workspace root: where this crate was built from, or else the nearest folder above
+/// the current one with a `chapters/` folder beside a `Cargo.toml`.
+fn find_workspace() -> Result<PathBuf, String> {
+    let is_root =
+        |folder: &Path| folder.join("chapters").is_dir() && folder.join("Cargo.toml").is_file();
+    let built_from = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    if is_root(&built_from) {
+        return Ok(built_from);
+    }
+    let here = std::env::current_dir().map_err(|error| error.to_string())?;
+    here.ancestors()
+        .find(|folder| is_root(folder))
+        .map(Path::to_path_buf)
+        .ok_or_else(|| "cannot find the workspace (a folder with chapters/ and Cargo.toml)".into())
+}
+
+/// One `GET /hello` with a deadline: the server must be alive and say hello.
+fn smoke_test(server: &Target, site: &Site) -> Result<(), String> {
+    let running = server.start(site)?;
+    match probes::get(running.address, "/hello", probes::PROBE_LIMIT)? {
+        (200, body) if body == "Hello, world!\n" => Ok(()),
+        (status, body) => Err(format!("/hello answered {status} {body:?}")),
+    }
+}
+
+fn choose_generator(choice: Choice, load_program: &Path, site: &Site) -> Result<Generator, String> {
+    let wrk = match choice {
+        Choice::Own => None,
+        Choice::Auto => find_program("wrk"),
+        Choice::Wrk => Some(find_program("wrk").ok_or("--generator wrk: wrk is not installed")?),
+    };
+    Ok(match wrk {
+        Some(program) => Generator::Wrk {
+            version: tool_version(&program, "-v"),
+            program,
+            scripts: site.scratch.clone(),
+        },
+        None => {
+            if choice == Choice::Auto {
+                eprintln!("bench: wrk is not installed; using the workbook's own load generator");
+            }
+            Generator::Own {
+                program: load_program.to_path_buf(),
+            }
+        }
+    })
+}
+
+/// `wrk debian/4.1.0-3+b2`, `nginx/1.22.1`: the first line a tool prints about itself,
+/// trimmed of the copyright.
+fn tool_version(program: &Path, flag: &str) -> String {
+    let name = program
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let Ok(output) = run_bounded(Command::new(program).arg(flag), Duration::from_secs(5)) else {
+        return name;
+    };
+    let text = format!("{}{}", output.stdout, output.stderr);
+    let line = text.lines().next().unwrap_or_default();
+    let line = line.strip_prefix("nginx version: ").unwrap_or(line);
+    let line = line.split(" [").next().unwrap_or(line);
+    let line = line.split(" Copyright").next().unwrap_or(line).trim();
+    if line.is_empty() {
+        name
+    } else {
+        line.to_string()
+    }
+}
+
+fn describe(outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Measured { load, peak_rss_kib } => format!(
+            "{} req/s, p50 {}, p99 {}, errors {}{}{}",
+            rate_text(load.requests_per_s),
+            latency_text(load.p50_us),
+            latency_text(load.p99_us),
+            load.errors,
+            peak_rss_kib
+                .map(|kib| format!(", peak RSS {}", report::memory_text(kib)))
+                .unwrap_or_default(),
+            if load.detail.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", load.detail)
+            }
+        ),
+        Outcome::Blocked(why) => format!("blocked: {why}"),
+        Outcome::Failed(why) => format!("FAILED: {why}"),
+    }
+}

@@ -1,0 +1,217 @@
+//! The scenarios: the same loads, applied to every server, one at a time.
+//!
+//! Each scenario is meant to show one thing a reader of the book should *see*:
+//!
+//! - keep-alive at 1, 50 and 500 connections: what a connection per request costs
+//!   (chapters 1 and 2 must reconnect for every request), and how each server copes with
+//!   many clients at once;
+//! - pipelining: sixteen requests at once on a connection, which only an event loop that
+//!   keeps reading after the first answer can turn into throughput;
+//! - a big static file: memory and copying (our chapters read the whole file, nginx hands
+//!   it to the kernel with `sendfile`);
+//! - idle connections: thousands of clients that connect and say nothing while one client
+//!   measures `/hello`. `poll(2)` hands the kernel the whole list of sockets on every turn,
+//!   so each idle socket makes every turn a little slower; nginx's `epoll` does not care.
+
+use std::time::Duration;
+
+use crate::generator::{Generator, Load, LoadResult};
+use crate::probes::{self, IdleError};
+use crate::targets::{Kind, Site, Target};
+
+pub struct Scenario {
+    /// Short name, for `--scenarios` and the tables.
+    pub id: &'static str,
+    pub title: &'static str,
+    /// One line for the book: what this scenario shows.
+    pub note: &'static str,
+    pub path: &'static str,
+    pub connections: usize,
+    pub pipeline: usize,
+    /// Connections opened and left silent during the measurement.
+    pub idle: usize,
+}
+
+const HELLO: &str = "/hello";
+const FILE: &str = "/files/big.bin";
+
+pub const SCENARIOS: [Scenario; 9] = [
+    Scenario {
+        id: "keep-alive-1",
+        title: "/hello, 1 connection",
+        note: "One client, one request at a time: the round trip through each server's loop. \
+               Chapters 1-2 close after every answer, so each request also pays a new connection.",
+        path: HELLO,
+        connections: 1,
+        pipeline: 1,
+        idle: 0,
+    },
+    Scenario {
+        id: "keep-alive-50",
+        title: "/hello, 50 connections",
+        note: "Fifty clients at once, each reusing its connection where the server allows it \
+               (keep-alive, from chapter 3).",
+        path: HELLO,
+        connections: 50,
+        pipeline: 1,
+        idle: 0,
+    },
+    Scenario {
+        id: "keep-alive-500",
+        title: "/hello, 500 connections",
+        note: "Five hundred clients: now every `poll` turn hands the kernel hundreds of sockets.",
+        path: HELLO,
+        connections: 500,
+        pipeline: 1,
+        idle: 0,
+    },
+    Scenario {
+        id: "pipelined-16",
+        title: "/hello, 50 connections, 16 pipelined",
+        note: "Each connection sends 16 requests before reading. A server without pipelining \
+               answers the first and closes; the other 15 are lost (not counted as answers). \
+               wrk times the whole batch of 16, so it times nothing for a server that closes \
+               after the first answer (shown as –).",
+        path: HELLO,
+        connections: 50,
+        pipeline: 16,
+        idle: 0,
+    },
+    Scenario {
+        id: "file-8mib",
+        title: "8 MiB file, 10 connections",
+        note: "Ten clients download an 8 MiB file (multiply requests/s by 8 for MiB/s). The \
+               chapters read the whole file into memory per request; nginx uses `sendfile`.",
+        path: FILE,
+        connections: 10,
+        pipeline: 1,
+        idle: 0,
+    },
+    Scenario {
+        id: "idle-0",
+        title: "/hello, 1 client, no idle connections",
+        note: "The baseline for the idle sweep: one client, nothing else connected.",
+        path: HELLO,
+        connections: 1,
+        pipeline: 1,
+        idle: 0,
+    },
+    Scenario {
+        id: "idle-1k",
+        title: "/hello, 1 client, 1,000 idle connections",
+        note: "A thousand connections that say nothing. Chapter 1 is stuck on the first of \
+               them; a `poll` loop pays for all of them on every turn.",
+        path: HELLO,
+        connections: 1,
+        pipeline: 1,
+        idle: 1_000,
+    },
+    Scenario {
+        id: "idle-5k",
+        title: "/hello, 1 client, 5,000 idle connections",
+        note: "Five thousand idle connections.",
+        path: HELLO,
+        connections: 1,
+        pipeline: 1,
+        idle: 5_000,
+    },
+    Scenario {
+        id: "idle-10k",
+        title: "/hello, 1 client, 10,000 idle connections",
+        note: "Ten thousand idle connections: the C10K problem, on a laptop's budget.",
+        path: HELLO,
+        connections: 1,
+        pipeline: 1,
+        idle: 10_000,
+    },
+];
+
+/// The result of one round of one scenario against one server.
+#[derive(Clone, Debug)]
+pub enum Outcome {
+    Measured {
+        load: LoadResult,
+        peak_rss_kib: Option<u64>,
+    },
+    /// The server could not serve the scenario at all (chapter 1 behind an idle client).
+    Blocked(String),
+    /// Something went wrong that is not the server's lesson (it would not start, it
+    /// crashed, the generator failed).
+    Failed(String),
+}
+
+// ANCHOR: run_once
+/// One round: a fresh server, the idle connections if any, a probe that it answers, the
+/// load, its peak memory; then the server is killed and the idle connections closed.
+pub fn run_once(
+    target: &Target,
+    site: &Site,
+    generator: &Generator,
+    scenario: &Scenario,
+    duration: Duration,
+) -> Outcome {
+    let mut server = match target.start(site) {
+        Ok(server) => server,
+        Err(error) => return Outcome::Failed(error),
+    };
+    let has_stats = match &target.kind {
+        Kind::Chapter { .. } => true,
+        Kind::Nginx { status_page } => *status_page,
+    };
+    let idle = if scenario.idle > 0 {
+        match probes::open_idle(server.address, scenario.idle, has_stats) {
+            Ok(idle) => idle,
+            Err(IdleError::Blocked(why)) => return Outcome::Blocked(why),
+            Err(IdleError::OurLimit(why)) => return Outcome::Failed(why),
+        }
+    } else {
+        Vec::new()
+    };
+    // Before measuring, one request with a deadline: a server that cannot answer even that
+    // is blocked, and the generator would only collect timeouts.
+    match probes::get(server.address, scenario.path, probes::PROBE_LIMIT) {
+        Ok((200, _)) => {}
+        Ok((status, _)) => return Outcome::Failed(format!("{} answered {status}", scenario.path)),
+        Err(error) => return Outcome::Blocked(format!("{}: {error}", scenario.path)),
+    }
+    let load = Load {
+        path: scenario.path.to_string(),
+        connections: scenario.connections,
+        pipeline: scenario.pipeline,
+        duration,
+    };
+    let result = generator.run(server.address, &load);
+    let peak_rss_kib = server.peak_rss_kib();
+    if let Some(status) = server.guard.exited() {
+        return Outcome::Failed(format!("{} died during the load ({status})", target.name));
+    }
+    // Kill the server before closing the idle connections: otherwise it would spend its
+    // last moments handling ten thousand hang-ups.
+    drop(server);
+    drop(idle);
+    match result {
+        Ok(load) => Outcome::Measured { load, peak_rss_kib },
+        Err(error) => Outcome::Failed(error),
+    }
+}
+// ANCHOR_END: run_once
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::targets::BIG_FILE;
+
+    #[test]
+    fn the_file_scenario_asks_for_the_file_the_site_has() {
+        assert_eq!(FILE, format!("/files/{BIG_FILE}"));
+    }
+
+    #[test]
+    fn scenario_names_are_unique() {
+        for (index, scenario) in SCENARIOS.iter().enumerate() {
+            assert!(SCENARIOS[..index]
+                .iter()
+                .all(|other| other.id != scenario.id));
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! The chapters the suite knows, and how their programs are built for the tests.
+//!
+//! A chapter takes part as soon as its directory exists under `chapters/`. Until then its
+//! tests are skipped, and the suite says so once, loudly.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+/// One stage of the workbook.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Chapter {
+    /// 1 for chapter 1: the column of the capability table.
+    pub number: u8,
+    /// The package and binary name, also sent as the `Server` header.
+    pub name: &'static str,
+    /// The directory under `chapters/`.
+    pub directory: &'static str,
+}
+
+// ANCHOR: chapters
+/// Every chapter, in order. Adding a chapter is one line here; the manifest already has
+/// a column for each of them.
+pub const CHAPTERS: [Chapter; 6] = [
+    Chapter::new(1, "ch01-blocking", "01-blocking"),
+    Chapter::new(2, "ch02-poll", "02-poll"),
+    Chapter::new(3, "ch03-event-loop", "03-event-loop"),
+    Chapter::new(4, "ch04-scheduler", "04-scheduler"),
+    Chapter::new(5, "ch05-promises", "05-promises"),
+    Chapter::new(6, "ch06-thread-pool", "06-thread-pool"),
+];
+// ANCHOR_END: chapters
+
+/// The chapter with this number, if there is one.
+pub fn chapter(number: u8) -> Option<&'static Chapter> {
+    CHAPTERS.iter().find(|chapter| chapter.number == number)
+}
+
+/// The workspace this crate belongs to.
+pub fn workspace_root() -> PathBuf {
+    // `tests/` sits directly under the workspace root.
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from(".."))
+}
+
+impl Chapter {
+    const fn new(number: u8, name: &'static str, directory: &'static str) -> Chapter {
+        Chapter {
+            number,
+            name,
+            directory,
+        }
+    }
+
+    /// Has this chapter been written yet?
+    pub fn is_present(&self) -> bool {
+        workspace_root()
+            .join("chapters")
+            .join(self.directory)
+            .join("Cargo.toml")
+            .is_file()
+    }
+
+    /// "ch01": how the manifest's sentences name a chapter.
+    pub fn short_name(&self) -> &'static str {
+        self.name.get(..4).unwrap_or(self.name)
+    }
+
+    /// The chapter's program, built on first use (once per process, however many tests
+    /// ask at the same time). `build_dir` is a Cargo target directory of its own.
+    ///
+    /// Why a nested `cargo build`: an integration test only gets the binaries of its own
+    /// package, and the chapters are other packages. Why a separate target directory: the
+    /// `cargo test` that runs us holds the lock on its own target directory until the
+    /// tests end, so building into that one would wait forever.
+    pub fn binary(&self, build_dir: &Path) -> Result<PathBuf, String> {
+        static BUILT: [OnceLock<Result<PathBuf, String>>; CHAPTERS.len()] =
+            [const { OnceLock::new() }; CHAPTERS.len()];
+        let index = usize::from(self.number - 1);
+        BUILT[index].get_or_init(|| build(self, build_dir)).clone()
+    }
+}
+
+/// Runs `cargo build -p chNN-name --bins` and finds the program it made.
+fn build(chapter: &Chapter, build_dir: &Path) -> Result<PathBuf, String> {
+    let started = Instant::now();
+    // Straight to stderr, past the test harness's capture: a first build takes a while,
+    // and a silent pause looks like a hang.
+    let _ = writeln!(
+        std::io::stderr(),
+        "suite: building {} into {} (once per run)",
+        chapter.name,
+        build_dir.display()
+    );
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = Command::new(cargo)
+        .current_dir(workspace_root())
+        .args([
+            "build",
+            "--bins",
+            "--message-format=json-render-diagnostics",
+        ])
+        .args(["-p", chapter.name])
+        .arg("--target-dir")
+        .arg(build_dir)
+        .env_remove("CARGO_TARGET_DIR")
+        .output()
+        .map_err(|error| format!("cannot run cargo to build {}: {error}", chapter.name))?;
+    if !output.status.success() {
+        // The end of cargo's report holds the summary; a broken chapter can print pages.
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let lines: Vec<&str> = stderr.lines().collect();
+        let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+        return Err(format!(
+            "cargo build -p {} failed ({}); the end of its output:\n{tail}",
+            chapter.name, output.status
+        ));
+    }
+    // Each line of stdout is a JSON message; the one for our binary names its path as
+    // `"executable":"/…/ch01-blocking"`. Reading it back is sturdier than guessing the
+    // layout of the target directory (profiles, cross-compiling targets).
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let binary = stdout
+        .lines()
+        .filter(|line| line.contains(&format!("\"name\":\"{}\"", chapter.name)))
+        .find_map(|line| {
+            let start = line.find("\"executable\":\"")? + "\"executable\":\"".len();
+            let end = start + line[start..].find('"')?;
+            Some(PathBuf::from(&line[start..end]))
+        })
+        .ok_or_else(|| format!("cargo built {} but named no executable", chapter.name))?;
+    let _ = writeln!(
+        std::io::stderr(),
+        "suite: {} ready in {:.1} s",
+        chapter.name,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(binary)
+}

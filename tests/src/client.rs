@@ -1,0 +1,389 @@
+//! A deliberately low-level HTTP client.
+//!
+//! Real clients hide exactly what the suite must control: how the bytes are split into
+//! writes, when a connection is closed or reset, whether the response really ends where
+//! `Content-Length` says. So this one sends the raw bytes it is given and reads the answer
+//! byte for byte, with a deadline on every wait.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+/// The most a response head may take before we call it garbage.
+const MAX_HEAD: usize = 64 * 1024;
+
+/// A parsed response.
+#[derive(Clone, Debug)]
+pub struct Response {
+    pub status: u16,
+    /// In the order received, names as sent.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    /// The first value of header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+
+    /// How many times header `name` appears.
+    pub fn header_count(&self, name: &str) -> usize {
+        self.headers
+            .iter()
+            .filter(|(key, _)| key.eq_ignore_ascii_case(name))
+            .count()
+    }
+
+    /// Does the server say it will close the connection after this response?
+    pub fn says_close(&self) -> bool {
+        self.has_connection_option("close")
+    }
+
+    /// Does the `Connection` header list `option` (`close`, `keep-alive`)?
+    pub fn has_connection_option(&self, option: &str) -> bool {
+        self.headers
+            .iter()
+            .filter(|(key, _)| key.eq_ignore_ascii_case("connection"))
+            .flat_map(|(_, value)| value.split(','))
+            .any(|token| token.trim().eq_ignore_ascii_case(option))
+    }
+
+    /// The body as text, for messages and comparisons.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// "404 (no such route)": the status and the start of the body, for messages.
+    pub fn summary(&self) -> String {
+        let text = self.text();
+        let first_line = text.lines().next().unwrap_or_default();
+        format!("{} ({})", self.status, truncate(first_line, 60))
+    }
+}
+
+/// A response head, read before its body (see [`Client::read_head`]).
+#[derive(Debug)]
+pub struct Head {
+    pub response: Response,
+    /// The body's length from `Content-Length` (0 for answers that have no body).
+    pub body_length: usize,
+}
+
+/// Why no (whole) response arrived.
+#[derive(Debug)]
+pub enum ReadError {
+    /// The deadline passed; `received` bytes had arrived.
+    TimedOut {
+        received: usize,
+    },
+    /// The server closed the connection after `received` bytes.
+    Closed {
+        received: usize,
+    },
+    /// The connection was reset after `received` bytes.
+    Reset {
+        received: usize,
+    },
+    /// What arrived is not a valid response (or breaks the contract's framing rules).
+    Malformed(String),
+    Io(io::Error),
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::TimedOut { received } => {
+                write!(f, "no whole response in time ({received} bytes arrived)")
+            }
+            ReadError::Closed { received } => {
+                write!(f, "the server closed the connection after {received} bytes")
+            }
+            ReadError::Reset { received } => {
+                write!(f, "the connection was reset after {received} bytes")
+            }
+            ReadError::Malformed(what) => write!(f, "malformed response: {what}"),
+            ReadError::Io(error) => write!(f, "{error}"),
+        }
+    }
+}
+
+/// What became of a connection we waited on (see [`Client::wait_for_close`]).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// The server closed it (or reset it) without sending anything more.
+    Closed,
+    /// Still open at the deadline.
+    StillOpen,
+    /// The server sent more bytes: these.
+    MoreBytes(Vec<u8>),
+}
+
+/// One TCP connection to the server under test.
+pub struct Client {
+    stream: TcpStream,
+    /// Bytes read past the end of the last response: the start of the next one, when
+    /// requests were pipelined.
+    pending: Vec<u8>,
+    /// Everything received on this connection, for messages.
+    received: usize,
+}
+
+impl Client {
+    /// Connects, giving up after two seconds.
+    pub fn connect(address: SocketAddr) -> io::Result<Client> {
+        let stream = TcpStream::connect_timeout(&address, Duration::from_secs(2))?;
+        // Small writes must leave at once: the probes that trickle bytes depend on it.
+        stream.set_nodelay(true)?;
+        Ok(Client {
+            stream,
+            pending: Vec::new(),
+            received: 0,
+        })
+    }
+
+    pub fn stream(&self) -> &TcpStream {
+        &self.stream
+    }
+
+    /// Sends all of `bytes` (one `write_all`; the kernel may still split it).
+    pub fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.stream
+            .set_write_timeout(Some(Duration::from_secs(10)))?;
+        self.stream.write_all(bytes)
+    }
+
+    /// Reads more bytes into `pending`, waiting until `deadline` at most.
+    fn fill(&mut self, deadline: Instant) -> Result<(), ReadError> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(ReadError::TimedOut {
+                received: self.received,
+            });
+        }
+        self.stream
+            .set_read_timeout(Some(left))
+            .map_err(ReadError::Io)?;
+        let mut chunk = [0u8; 64 * 1024];
+        loop {
+            return match self.stream.read(&mut chunk) {
+                Ok(0) => Err(ReadError::Closed {
+                    received: self.received,
+                }),
+                Ok(count) => {
+                    self.received += count;
+                    self.pending.extend_from_slice(&chunk[..count]);
+                    Ok(())
+                }
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                Err(error)
+                    if matches!(
+                        error.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    Err(ReadError::TimedOut {
+                        received: self.received,
+                    })
+                }
+                Err(error) if error.kind() == io::ErrorKind::ConnectionReset => {
+                    Err(ReadError::Reset {
+                        received: self.received,
+                    })
+                }
+                Err(error) => Err(ReadError::Io(error)),
+            };
+        }
+    }
+
+    /// Waits until some bytes arrive (kept for the next read) or `deadline` passes.
+    pub fn wait_for_bytes(&mut self, deadline: Instant) -> Result<(), ReadError> {
+        if self.pending.is_empty() {
+            self.fill(deadline)?;
+        }
+        Ok(())
+    }
+
+    /// Reads a response head. `to_head_request` says the request was `HEAD`: then the
+    /// response has no body whatever its `Content-Length` says.
+    pub fn read_head(
+        &mut self,
+        deadline: Instant,
+        to_head_request: bool,
+    ) -> Result<Head, ReadError> {
+        let head_end = loop {
+            if let Some(end) = find(&self.pending, b"\r\n\r\n") {
+                break end + 4;
+            }
+            if self.pending.len() > MAX_HEAD {
+                return Err(ReadError::Malformed("a response head over 64 KiB".into()));
+            }
+            self.fill(deadline)?;
+        };
+        let head: Vec<u8> = self.pending.drain(..head_end).collect();
+        let response = parse_head(&head).map_err(ReadError::Malformed)?;
+        let lengths: Vec<&str> = response
+            .headers
+            .iter()
+            .filter(|(name, _)| name.eq_ignore_ascii_case("content-length"))
+            .map(|(_, value)| value.as_str())
+            .collect();
+        let bodiless = to_head_request
+            || response.status == 204
+            || response.status == 304
+            || response.status < 200;
+        let content_length = match lengths.as_slice() {
+            [one] => one.parse::<usize>().map_err(|_| {
+                ReadError::Malformed(format!("Content-Length is not a number: {one:?}"))
+            })?,
+            // The contract lets answers that never have a body (HEAD, 204, 304) go
+            // without; everything else must say how long its body is.
+            [] if bodiless => 0,
+            [] => {
+                return Err(ReadError::Malformed(format!(
+                    "{} without Content-Length (the contract requires one)",
+                    response.status
+                )))
+            }
+            _ => return Err(ReadError::Malformed("more than one Content-Length".into())),
+        };
+        Ok(Head {
+            response,
+            body_length: if bodiless { 0 } else { content_length },
+        })
+    }
+
+    /// Reads up to `limit` more body bytes (at least one), for probes that want to hold a
+    /// response half-read.
+    pub fn read_some(&mut self, limit: usize, deadline: Instant) -> Result<Vec<u8>, ReadError> {
+        if self.pending.is_empty() {
+            self.fill(deadline)?;
+        }
+        let count = self.pending.len().min(limit);
+        Ok(self.pending.drain(..count).collect())
+    }
+
+    /// Reads exactly `length` body bytes.
+    pub fn read_body(&mut self, length: usize, deadline: Instant) -> Result<Vec<u8>, ReadError> {
+        while self.pending.len() < length {
+            self.fill(deadline)?;
+        }
+        Ok(self.pending.drain(..length).collect())
+    }
+
+    /// Reads one whole response, head and body.
+    pub fn read_response(
+        &mut self,
+        deadline: Instant,
+        to_head_request: bool,
+    ) -> Result<Response, ReadError> {
+        let Head {
+            mut response,
+            body_length,
+        } = self.read_head(deadline, to_head_request)?;
+        response.body = self.read_body(body_length, deadline)?;
+        Ok(response)
+    }
+
+    /// After a response: does the server close the connection before `deadline`, keep it
+    /// open, or send more bytes?
+    pub fn wait_for_close(&mut self, deadline: Instant) -> Ending {
+        if !self.pending.is_empty() {
+            return Ending::MoreBytes(std::mem::take(&mut self.pending));
+        }
+        match self.fill(deadline) {
+            Ok(()) => Ending::MoreBytes(std::mem::take(&mut self.pending)),
+            Err(ReadError::TimedOut { .. }) => Ending::StillOpen,
+            Err(_) => Ending::Closed,
+        }
+    }
+
+    /// Has the server already closed the connection? Looks without waiting, so it can
+    /// only ever miss a close that is still on its way, never invent one.
+    pub fn closed_already(&mut self) -> bool {
+        if !self.pending.is_empty() || self.stream.set_nonblocking(true).is_err() {
+            return false;
+        }
+        let mut byte = [0u8; 1];
+        let closed = matches!(self.stream.peek(&mut byte), Ok(0));
+        let _ = self.stream.set_nonblocking(false);
+        closed
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack
+        .windows(needle.len())
+        .position(|window| window == needle)
+}
+
+/// Parses `HTTP/1.1 200 OK\r\nName: value\r\n...\r\n\r\n`.
+fn parse_head(head: &[u8]) -> Result<Response, String> {
+    let text = std::str::from_utf8(head).map_err(|_| "the head is not UTF-8".to_string())?;
+    let text = text.strip_suffix("\r\n\r\n").unwrap_or(text);
+    let mut lines = text.split("\r\n");
+    let status_line = lines.next().unwrap_or_default();
+    let mut parts = status_line.splitn(3, ' ');
+    let (Some("HTTP/1.1"), Some(code)) = (parts.next(), parts.next()) else {
+        return Err(format!("bad status line {status_line:?}"));
+    };
+    let status = code
+        .parse::<u16>()
+        .ok()
+        .filter(|status| (100..600).contains(status) && code.len() == 3)
+        .ok_or_else(|| format!("bad status line {status_line:?}"))?;
+    let mut headers = Vec::new();
+    for line in lines {
+        if line.contains('\n') || line.contains('\r') {
+            return Err(format!("a bare CR or LF in header line {line:?}"));
+        }
+        let (name, value) = line
+            .split_once(':')
+            .ok_or_else(|| format!("header line without a colon: {line:?}"))?;
+        if name.is_empty() || name.contains(' ') {
+            return Err(format!("bad header name in {line:?}"));
+        }
+        headers.push((name.to_string(), value.trim().to_string()));
+    }
+    Ok(Response {
+        status,
+        headers,
+        body: Vec::new(),
+    })
+}
+
+/// Shortens `text` to at most `max` characters for a message.
+pub fn truncate(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        let cut: String = text.chars().take(max).collect();
+        format!("{cut}...")
+    }
+}
+
+/// Shows request bytes in a message: `GET /hello HTTP/1.1\r\n...`.
+pub fn show(bytes: &[u8]) -> String {
+    let escaped: String = bytes.escape_ascii().to_string();
+    truncate(&escaped, 120)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_head() {
+        let response =
+            parse_head(b"HTTP/1.1 404 Not Found\r\nContent-Length: 3\r\nConnection: close\r\n\r\n")
+                .unwrap();
+        assert_eq!(response.status, 404);
+        assert_eq!(response.header("content-length"), Some("3"));
+        assert!(response.says_close());
+        assert!(parse_head(b"HTTP/1.1 20 OK\r\n\r\n").is_err());
+        assert!(parse_head(b"SSH-2.0\r\n\r\n").is_err());
+    }
+}

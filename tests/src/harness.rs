@@ -1,0 +1,124 @@
+//! Runs probes and judges their outcomes against the manifest.
+//!
+//! | the probe saw | manifest says yes | manifest says no |
+//! |---|---|---|
+//! | it works | pass | **fail**: the table is out of date (or the probe too weak) |
+//! | it lacks the capability, as expected | **fail** | pass, and print why: the lesson |
+//! | something broken | **fail** | **fail** |
+
+use std::io::Write;
+use std::panic::{self, AssertUnwindSafe};
+use std::path::Path;
+use std::sync::Once;
+
+use crate::chapters::{self, Chapter, CHAPTERS};
+use crate::manifest::{self, Expect};
+use crate::probes::{self, Launch, Outcome, Probe, Probed, Stop, Target};
+
+/// The judgement on one probe against one chapter.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Pass,
+    /// The chapter lacks the capability, as the manifest says it does.
+    ExpectedLimitation {
+        why: &'static str,
+        seen: String,
+    },
+    Fail(String),
+    Skipped(String),
+}
+
+// ANCHOR: judge
+/// Compares what a probe saw with what the manifest promises.
+pub fn judge(chapter: &Chapter, probe: &Probe, probed: Probed) -> Verdict {
+    let description = manifest::row(probe.capability).description;
+    match (probed, manifest::expectation(probe.capability, chapter)) {
+        (Err(Stop::Skipped(why)), _) => Verdict::Skipped(why.to_string()),
+        (Err(Stop::Broken(what)), _) => Verdict::Fail(what),
+        (Ok(Outcome::Works), Expect::Yes) => Verdict::Pass,
+        (Ok(Outcome::Lacks(seen)), Expect::No(why)) => Verdict::ExpectedLimitation { why, seen },
+        (Ok(Outcome::Lacks(seen)), Expect::Yes) => Verdict::Fail(format!(
+            "{} should have \"{description}\", but {seen}",
+            chapter.name
+        )),
+        (Ok(Outcome::Works), Expect::No(why)) => Verdict::Fail(format!(
+            "{} passed, but the manifest says it lacks \"{description}\" ({why}). If the \
+             chapter really can do this now, change its column in tests/src/manifest.rs and \
+             regenerate book/src/generated/capabilities.md; if not, this probe has become \
+             too weak to see the difference.",
+            chapter.name
+        )),
+    }
+}
+// ANCHOR_END: judge
+
+/// Runs `probe` against `chapter`. A panic inside the probe (a bug in the suite) becomes
+/// a failure instead of taking the runner down.
+pub fn run(chapter: &'static Chapter, probe: &Probe, launch: Launch) -> Verdict {
+    let target = Target { chapter, launch };
+    let probed =
+        panic::catch_unwind(AssertUnwindSafe(|| (probe.run)(&target))).unwrap_or_else(|panic| {
+            let message = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("(no message)");
+            Err(Stop::Broken(format!("the probe panicked: {message}")))
+        });
+    judge(chapter, probe, probed)
+}
+
+/// One line for the verdict, as the runner and the tests print it.
+pub fn describe(chapter: &Chapter, probe: &Probe, verdict: &Verdict) -> String {
+    let label = format!("{} {}", chapter.name, probe.name);
+    match verdict {
+        Verdict::Pass => format!("{label}: pass"),
+        Verdict::ExpectedLimitation { why, seen } => {
+            format!("{label}: expected limitation: {why}\n    seen: {seen}")
+        }
+        Verdict::Fail(what) => format!("{label}: FAIL: {what}"),
+        Verdict::Skipped(why) => format!("{label}: skipped: {why}"),
+    }
+}
+
+/// Says once per process and chapter, past the test harness's output capture, that a
+/// chapter's tests are skipped because it has not been written yet.
+fn announce_missing(chapter: &Chapter) {
+    static ANNOUNCED: [Once; CHAPTERS.len()] = [const { Once::new() }; CHAPTERS.len()];
+    ANNOUNCED[usize::from(chapter.number - 1)].call_once(|| {
+        let _ = writeln!(
+            std::io::stderr(),
+            "suite: SKIPPING {}: chapters/{} does not exist yet, so its {} tests pass \
+             without running",
+            chapter.name,
+            chapter.directory,
+            probes::PROBES.len()
+        );
+    });
+}
+
+// ANCHOR: cargo_test
+/// The whole of one `cargo test` case: probe `probe_name` against chapter `number`,
+/// building the chapter's program first if needed (into `build_dir`). Panics, failing
+/// the test, on anything but a pass or an expected limitation.
+pub fn test(number: u8, probe_name: &str, build_dir: &Path) {
+    let chapter = chapters::chapter(number).unwrap_or_else(|| panic!("no chapter {number}"));
+    let probe = probes::find(probe_name).unwrap_or_else(|| panic!("no probe {probe_name}"));
+    if !chapter.is_present() {
+        announce_missing(chapter);
+        return;
+    }
+    let binary = chapter
+        .binary(build_dir)
+        .unwrap_or_else(|error| panic!("cannot build {}: {error}", chapter.name));
+    let verdict = run(chapter, probe, Launch::Start { binary });
+    match verdict {
+        // Printed, so `cargo test -- --nocapture` shows each lesson.
+        Verdict::ExpectedLimitation { .. } | Verdict::Skipped(_) => {
+            println!("{}", describe(chapter, probe, &verdict))
+        }
+        Verdict::Pass => {}
+        Verdict::Fail(_) => panic!("{}", describe(chapter, probe, &verdict)),
+    }
+}
+// ANCHOR_END: cargo_test

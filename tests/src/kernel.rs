@@ -1,0 +1,192 @@
+//! A look at the kernel's socket queues, so a probe can wait for "the server has read my
+//! request" instead of sleeping and hoping.
+//!
+//! Many probes need an order of events: client A must be *in* the server (its request
+//! read, the server now sleeping or blocked on it) before client B asks for `/hello`.
+//! Otherwise a blocking chapter might serve B first and look better than it is. The
+//! server cannot tell us when it has read A's bytes, but the kernel can: it keeps, for
+//! every TCP socket, a receive queue of the bytes that arrived and that the program has
+//! not read yet. When the server's end of A's connection shows an empty receive queue,
+//! the server has read everything A sent.
+//!
+//! We ask with `ss` (iproute2), which filters inside the kernel, and fall back to reading
+//! `/proc/net/tcp` ourselves. (The fallback is slow on a machine that has just run a
+//! benchmark: it lists every one of up to 100 000 closed connections still in TIME_WAIT.)
+//! Where neither lists the socket (another OS, a server on another machine) the waits
+//! return at once, and the probes rely on timing alone.
+
+use std::fs;
+use std::net::{SocketAddr, TcpStream};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// One line of `/proc/net/tcp`, the parts we need.
+struct Socket {
+    local_port: u16,
+    remote_port: u16,
+    listening: bool,
+    /// For a connection: bytes received but not yet read by the program. For a listening
+    /// socket: connections that finished their handshake but were not yet `accept`ed.
+    receive_queue: u64,
+}
+
+/// The TCP sockets whose local port is `port`, from `ss` or else `/proc/net/tcp`.
+fn sockets_on(port: u16) -> Option<Vec<Socket>> {
+    static HAVE_SS: OnceLock<bool> = OnceLock::new();
+    if *HAVE_SS.get_or_init(|| Command::new("ss").arg("-V").output().is_ok()) {
+        if let Some(sockets) = from_ss(port) {
+            return Some(sockets);
+        }
+    }
+    from_proc(port)
+}
+
+/// `ss -tanH 'sport = :PORT'` prints one socket per line:
+/// `ESTAB  0  0  127.0.0.1:41539  127.0.0.1:47180` (state, receive queue, send queue,
+/// local address, peer address).
+fn from_ss(port: u16) -> Option<Vec<Socket>> {
+    let output = Command::new("ss")
+        .args(["-tanH", &format!("sport = :{port}")])
+        .output()
+        .ok()
+        .filter(|output| output.status.success())?;
+    let port_of = |address: &str| address.rsplit_once(':')?.1.parse::<u16>().ok();
+    let sockets = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let state = fields.next()?;
+            let receive_queue = fields.next()?.parse().ok()?;
+            let _send_queue = fields.next()?;
+            let local_port = port_of(fields.next()?)?;
+            let remote_port = port_of(fields.next()?).unwrap_or(0); // "*" when listening
+            Some(Socket {
+                local_port,
+                remote_port,
+                listening: state == "LISTEN",
+                receive_queue,
+            })
+            .filter(|_| state != "TIME-WAIT")
+        })
+        .collect();
+    Some(sockets)
+}
+
+/// The same from `/proc/net/tcp`. A busy machine can list a hundred thousand sockets
+/// there, so lines are first checked for the port with a cheap text search, and only
+/// those are parsed.
+fn from_proc(port: u16) -> Option<Vec<Socket>> {
+    let table = fs::read_to_string("/proc/net/tcp").ok()?;
+    // "  0: 0100007F:1F90 0100007F:D2A4 01 00000000:00000000 ..." (all numbers in hex).
+    let needle = format!(":{port:04X} ");
+    let port_of = |address: &str| {
+        let (_, port) = address.split_once(':')?;
+        u16::from_str_radix(port, 16).ok()
+    };
+    let sockets = table
+        .lines()
+        .skip(1)
+        .filter(|line| line.contains(&needle))
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace().skip(1);
+            let local_port = port_of(fields.next()?)?;
+            let remote_port = port_of(fields.next()?)?;
+            let state = fields.next()?;
+            let (_, receive_queue) = fields.next()?.split_once(':')?;
+            Some(Socket {
+                local_port,
+                remote_port,
+                listening: state == "0A",
+                receive_queue: u64::from_str_radix(receive_queue, 16).ok()?,
+            })
+            // TIME_WAIT (06): a closed connection that happened to use the same ports.
+            .filter(|socket| socket.local_port == port && state != "06")
+        })
+        .collect();
+    Some(sockets)
+}
+
+/// Asks the kernel again and again until `done` says yes, or `timeout` passes. `done` answers `None`
+/// when the socket it looks for is not listed: then there is nothing to wait for.
+fn wait_for(port: u16, timeout: Duration, done: impl Fn(&[Socket]) -> Option<bool>) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match sockets_on(port).as_deref().map(&done) {
+            Some(Some(true)) => return true,
+            None | Some(None) => return false,
+            Some(Some(false)) if Instant::now() >= deadline => return false,
+            // The kernel offers no way to be told, so we look again shortly.
+            Some(Some(false)) => thread::sleep(Duration::from_millis(5)),
+        }
+    }
+}
+
+/// Waits until the server has read everything `client` sent so far: its end of the
+/// connection has an empty receive queue. Returns whether that was seen.
+pub fn wait_until_read(client: &TcpStream, timeout: Duration) -> bool {
+    let (Ok(local), Ok(server)) = (client.local_addr(), client.peer_addr()) else {
+        return false;
+    };
+    wait_for(server.port(), timeout, |sockets| {
+        sockets
+            .iter()
+            .find(|socket| !socket.listening && socket.remote_port == local.port())
+            .map(|socket| socket.receive_queue == 0)
+    })
+}
+
+/// Waits until the server has accepted every connection made to `server` so far: its
+/// listening socket's queue is empty. Returns whether that was seen.
+pub fn wait_until_accepted(server: SocketAddr, timeout: Duration) -> bool {
+    wait_for(server.port(), timeout, |sockets| {
+        sockets
+            .iter()
+            .find(|socket| socket.listening)
+            .map(|socket| socket.receive_queue == 0)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::net::TcpListener;
+
+    #[test]
+    fn sees_accept_and_read() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        let mut client = TcpStream::connect(address).unwrap();
+        let listed = |port| sockets_on(port).is_some_and(|sockets| !sockets.is_empty());
+        if !listed(address.port()) {
+            return; // not Linux: nothing to check
+        }
+        assert!(!wait_until_accepted(address, Duration::from_millis(50)));
+        let (mut server_end, _) = listener.accept().unwrap();
+        assert!(wait_until_accepted(address, Duration::from_secs(1)));
+
+        client.write_all(b"ping").unwrap();
+        assert!(!wait_until_read(&client, Duration::from_millis(50)));
+        let mut buffer = [0u8; 4];
+        std::io::Read::read_exact(&mut server_end, &mut buffer).unwrap();
+        assert!(wait_until_read(&client, Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn ss_and_proc_agree() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let _client = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let listening = |sockets: Option<Vec<Socket>>| -> Option<u64> {
+            let socket = sockets?.into_iter().find(|socket| socket.listening)?;
+            Some(socket.receive_queue)
+        };
+        let (Some(ss), Some(proc)) = (listening(from_ss(port)), listening(from_proc(port))) else {
+            return; // one of them is missing here: nothing to compare
+        };
+        // One connection is waiting to be accepted.
+        assert_eq!((ss, proc), (1, 1));
+    }
+}

@@ -1,0 +1,34 @@
+//! The one HTTP suite every chapter of the Event Loop Workbook is held to.
+//!
+//! The workbook builds one server six times. This crate checks all six from the outside,
+//! over real TCP connections, with the same probes, and holds each chapter to what the
+//! contract says it can and cannot do:
+//!
+//! - [`chapters`]: which chapters exist, and how their programs are built for the tests.
+//! - [`manifest`]: the capability table. For every capability and chapter: yes, or no
+//!   and one sentence of why. It is the single source of the book's appendix table.
+//! - [`probes`]: one function per thing we check. A probe starts (or is given) a server,
+//!   pokes it, and reports an [`Outcome`](probes::Outcome): it *works*, it *lacks* the
+//!   capability in the way we expect a chapter without it to (the idle client held
+//!   everyone up), or it is *broken* in some other way (a wrong status, a crash).
+//! - [`harness`]: compares a probe's outcome with the manifest. A chapter that lacks a
+//!   capability the manifest says it lacks passes, and the suite prints why: that
+//!   failing-as-expected result is the lesson. Working where the manifest says "no" is
+//!   an error too, so the table can never drift from the truth.
+//! - [`server`], [`client`], [`upstream`], [`kernel`]: the tools the probes use: a guard
+//!   around a server process, a deliberately low-level HTTP client, a tiny upstream
+//!   server for `/upstream/`, and a look at the kernel's socket queues.
+//!
+//! Two front ends share all of this: `cargo test` (tests/suite.rs: one test per probe
+//! and chapter) and the runner in `src/main.rs`, which can also check a server the suite
+//! did not start (`cargo run -p suite -- --addr 127.0.0.1:8080 --chapter 2`).
+
+pub mod chapters;
+pub mod client;
+pub mod harness;
+pub mod kernel;
+pub mod manifest;
+pub mod probes;
+pub mod server;
+pub mod site;
+pub mod upstream;

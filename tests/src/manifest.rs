@@ -1,0 +1,321 @@
+//! The manifest: what each chapter can and cannot do, straight from the contract's
+//! capability table, with one sentence of why for every "no".
+//!
+//! Both columns are asserted. A chapter that lacks a capability must fail that
+//! capability's probes in the expected way, and the suite prints the sentence below (the
+//! lesson); a chapter that passes a probe it "should" fail is an error, because then this
+//! table (and the book's appendix, generated from it) would be lying.
+
+use std::fmt::Write;
+
+use crate::chapters::{Chapter, CHAPTERS};
+use crate::probes::PROBES;
+
+/// The rows of the contract's capability table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Capability {
+    /// Routes, HEAD, errors, bad input, big files intact.
+    Basics,
+    /// An idle or slow client does not hold up others.
+    IdleClient,
+    /// A slow reader of a big response does not hold up others.
+    SlowReader,
+    /// Keep-alive and pipelining.
+    KeepAlive,
+    /// Graceful shutdown on SIGTERM.
+    GracefulShutdown,
+    /// `/sleep` and a slow upstream do not hold up others.
+    SleepAndUpstream,
+    /// Idle and header timeouts.
+    Timeouts,
+    /// A slow disk (`--fs-delay-ms`) does not hold up others.
+    SlowDisk,
+}
+
+/// What one chapter promises about one capability.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expect {
+    Yes,
+    /// The chapter lacks it, and this sentence says why.
+    No(&'static str),
+}
+
+/// One row of the table: a capability and what each chapter (column) promises.
+#[derive(Debug)]
+pub struct Row {
+    pub capability: Capability,
+    /// The capability as the contract words it.
+    pub description: &'static str,
+    /// Indexed by chapter number minus one.
+    pub chapters: [Expect; CHAPTERS.len()],
+}
+
+use Expect::{No, Yes};
+
+// ANCHOR: manifest
+pub const MANIFEST: [Row; 8] = [
+    Row {
+        capability: Capability::Basics,
+        description: "routes, HEAD, errors, bad input, big files intact",
+        chapters: [Yes, Yes, Yes, Yes, Yes, Yes],
+    },
+    Row {
+        capability: Capability::IdleClient,
+        description: "an idle or slow client does not hold up others",
+        chapters: [
+            No(
+                "ch01 serves one client at a time: an idle client holds the accept loop, and \
+                everyone else waits in the kernel's backlog.",
+            ),
+            Yes,
+            Yes,
+            Yes,
+            Yes,
+            Yes,
+        ],
+    },
+    Row {
+        capability: Capability::SlowReader,
+        description: "a slow reader of a big response does not hold up others",
+        chapters: [
+            No(
+                "ch01 writes each response with a blocking write_all: a client that stops \
+                reading stops the whole server.",
+            ),
+            Yes,
+            Yes,
+            Yes,
+            Yes,
+            Yes,
+        ],
+    },
+    Row {
+        capability: Capability::KeepAlive,
+        description: "keep-alive and pipelining",
+        chapters: [
+            No(
+                "ch01 answers one request per connection and closes it, so a second or \
+                pipelined request needs a new connection.",
+            ),
+            No(
+                "ch02 still answers one request per connection and closes it; keep-alive and \
+                pipelining arrive with the event loop in ch03.",
+            ),
+            Yes,
+            Yes,
+            Yes,
+            Yes,
+        ],
+    },
+    Row {
+        capability: Capability::GracefulShutdown,
+        description: "graceful shutdown on SIGTERM",
+        chapters: [
+            No(
+                "ch01 installs no signal handler, so SIGTERM kills it mid-response instead of \
+                letting the response finish.",
+            ),
+            No(
+                "ch02 installs no signal handler either: SIGTERM kills the process, and the \
+                responses in flight with it.",
+            ),
+            Yes,
+            Yes,
+            Yes,
+            Yes,
+        ],
+    },
+    Row {
+        capability: Capability::SleepAndUpstream,
+        description: "`/sleep` and a slow upstream do not hold up others",
+        chapters: [
+            No(
+                "ch01 runs /sleep and /upstream/ as blocking calls, so the whole server waits \
+                with them.",
+            ),
+            No(
+                "ch02's poll loop still runs /sleep and /upstream/ as blocking calls, so every \
+                connection waits with them.",
+            ),
+            No(
+                "ch03's event loop has no timers yet: /sleep is a thread::sleep and \
+                /upstream/ a blocking fetch, both inside the loop.",
+            ),
+            Yes,
+            Yes,
+            Yes,
+        ],
+    },
+    Row {
+        capability: Capability::Timeouts,
+        description: "idle and header timeouts",
+        chapters: [
+            No(
+                "ch01 has no timers: it waits for a half-sent request head forever, and it \
+                has no keep-alive to time out.",
+            ),
+            No(
+                "ch02 has no timers: a half-sent request head keeps its connection open \
+                forever, and there is no keep-alive to time out.",
+            ),
+            No(
+                "ch03 has no timers yet: idle keep-alive connections and half-sent heads stay \
+                open forever.",
+            ),
+            Yes,
+            Yes,
+            Yes,
+        ],
+    },
+    Row {
+        capability: Capability::SlowDisk,
+        description: "a slow disk (`--fs-delay-ms`) does not hold up others",
+        chapters: [
+            No("ch01 reads files with blocking calls: a slow disk stops the whole server."),
+            No(
+                "ch02 reads files with blocking calls inside its poll loop: a slow disk \
+                stalls every connection.",
+            ),
+            No(
+                "ch03 reads files with blocking calls inside its event loop: a slow disk \
+                stalls every connection.",
+            ),
+            No(
+                "ch04's timers don't help with files: a file read still blocks the loop \
+                thread.",
+            ),
+            No(
+                "ch05's promises change how callbacks are written, not where the work runs: \
+                a file read still blocks the loop thread.",
+            ),
+            Yes,
+        ],
+    },
+];
+// ANCHOR_END: manifest
+
+/// The manifest's row for `capability`.
+pub fn row(capability: Capability) -> &'static Row {
+    MANIFEST
+        .iter()
+        .find(|row| row.capability == capability)
+        // Every Capability has a row: the test `every_capability_has_one_row` checks.
+        .expect("every capability has a row in MANIFEST")
+}
+
+/// What `chapter` promises about `capability`.
+pub fn expectation(capability: Capability, chapter: &Chapter) -> Expect {
+    row(capability).chapters[usize::from(chapter.number - 1)]
+}
+
+/// The capability table as Markdown, for the book's appendix
+/// (`cargo run -p suite -- --capability-table`).
+pub fn capability_table() -> String {
+    let mut out = String::new();
+    // Writing into a String cannot fail, so the results are ignored.
+    let _ = writeln!(
+        out,
+        "<!-- Generated from tests/src/manifest.rs by `cargo run -p suite -- \
+         --capability-table`.\n     Do not edit: a test fails when this file and the \
+         manifest disagree. -->\n"
+    );
+    let _ = write!(out, "| capability |");
+    for chapter in &CHAPTERS {
+        let _ = write!(out, " {} |", chapter.name);
+    }
+    let _ = write!(out, "\n|---|");
+    for _ in &CHAPTERS {
+        let _ = write!(out, ":-:|");
+    }
+    out.push('\n');
+    for row in &MANIFEST {
+        let _ = write!(out, "| {} |", row.description);
+        for expect in &row.chapters {
+            let cell = match expect {
+                Yes => "yes",
+                No(_) => "no",
+            };
+            let _ = write!(out, " {cell} |");
+        }
+        out.push('\n');
+    }
+
+    let _ = writeln!(
+        out,
+        "\nEvery \"no\" is tested too: the chapter must fail that capability's checks in \
+         the way\nthe sentence below describes, or the suite fails.\n"
+    );
+    for row in &MANIFEST {
+        let probes: Vec<String> = PROBES
+            .iter()
+            .filter(|probe| probe.capability == row.capability)
+            .map(|probe| format!("`{}`", probe.name))
+            .collect();
+        let _ = writeln!(out, "**{}**", row.description);
+        let _ = writeln!(out, "(checked by {}):\n", probes.join(", "));
+        let reasons: Vec<(&Chapter, &str)> = CHAPTERS
+            .iter()
+            .zip(&row.chapters)
+            .filter_map(|(chapter, expect)| match expect {
+                No(why) => Some((chapter, *why)),
+                Yes => None,
+            })
+            .collect();
+        if reasons.is_empty() {
+            let _ = writeln!(out, "Every chapter has this.\n");
+            continue;
+        }
+        for (chapter, why) in reasons {
+            let _ = writeln!(out, "- {}: {why}", chapter.name);
+        }
+        out.push('\n');
+    }
+    // One newline at the end of the file, not two.
+    while out.ends_with("\n\n") {
+        out.pop();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_capability_has_one_row() {
+        for (index, row) in MANIFEST.iter().enumerate() {
+            let count = MANIFEST
+                .iter()
+                .filter(|other| other.capability == row.capability)
+                .count();
+            assert_eq!(count, 1, "row {index} ({:?}) is duplicated", row.capability);
+        }
+    }
+
+    #[test]
+    fn every_no_names_its_chapter() {
+        // The sentences are printed on their own, so each must say which chapter it is
+        // about ("ch02 ...") and be one sentence.
+        for row in &MANIFEST {
+            for (chapter, expect) in CHAPTERS.iter().zip(&row.chapters) {
+                if let No(why) = expect {
+                    assert!(why.starts_with(chapter.short_name()), "{why}");
+                    assert!(why.ends_with('.') && !why.contains("  "), "{why}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_capability_has_a_probe() {
+        for row in &MANIFEST {
+            assert!(
+                PROBES
+                    .iter()
+                    .any(|probe| probe.capability == row.capability),
+                "nothing checks {:?}",
+                row.capability
+            );
+        }
+    }
+}

@@ -1,0 +1,692 @@
+//! Probes for the capability table's rows 2 to 8: what the architecture of a chapter
+//! makes possible. Chapters without the capability must fail these *in the expected
+//! way*: the `/hello` waits exactly as long as the other client holds the server, and is
+//! answered as soon as it lets go; SIGTERM kills instead of stopping; nothing times out.
+//! Any other failure (a crash, a wrong answer, a server that stays stuck) is a bug.
+
+use std::os::unix::process::ExitStatusExt;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::{
+    broken, check, connect, exchange, expect_status, finish_hello, get, hello_meanwhile, make_site,
+    needs_own_server, post, receive, seconds, still_serves, Meanwhile, Outcome, Probed, Stop,
+    Target, PATIENCE, PROMPTLY,
+};
+use crate::client::{show, Client, Ending};
+use crate::kernel;
+use crate::server::{Options, Server};
+use crate::site::{self, first_difference, Site};
+use crate::upstream::Upstream;
+
+fn sending(client: &mut Client, request: &[u8], what: &str) -> Result<(), Stop> {
+    client
+        .send(request)
+        .map_err(|error| broken(format!("{what}: sending failed: {error}")))
+}
+
+/// " (it has no --header-timeout flag)" when the chapter rejected the flags we tried.
+fn dropped_note(server: &Server) -> String {
+    if server.dropped_flags.is_empty() {
+        String::new()
+    } else {
+        format!(" (it has no {} flag)", server.dropped_flags.join(" or "))
+    }
+}
+
+// ANCHOR: idle_client
+/// Row 2: a client that connects and says nothing must not keep others waiting.
+pub fn idle_client(target: &Target) -> Probed {
+    let server = target.server()?;
+    let idle = connect(&server)?;
+    // Make sure the server has taken the idle client in before anyone else arrives;
+    // otherwise a one-at-a-time server could simply serve the next client first.
+    kernel::wait_until_accepted(server.address, PATIENCE);
+    match hello_meanwhile(&server)? {
+        Meanwhile::Answered => Ok(Outcome::Works),
+        Meanwhile::Waiting { client, sent } => {
+            let left = Instant::now();
+            drop(idle);
+            finish_hello(&server, client, sent)?;
+            Ok(Outcome::Lacks(format!(
+                "GET /hello got no answer within {} while an idle client held a connection; \
+                 it was answered {} after the idle client left",
+                seconds(PROMPTLY),
+                seconds(left.elapsed())
+            )))
+        }
+    }
+}
+// ANCHOR_END: idle_client
+
+/// Row 2: a client that sends half a request head and stalls (slowloris) must not keep
+/// others waiting.
+pub fn half_sent_request(target: &Target) -> Probed {
+    let server = target.server()?;
+    let mut slow = connect(&server)?;
+    sending(
+        &mut slow,
+        b"GET /hello HTTP/1.1\r\nHost: su",
+        "half a request head",
+    )?;
+    kernel::wait_until_read(slow.stream(), PATIENCE);
+    match hello_meanwhile(&server)? {
+        Meanwhile::Answered => Ok(Outcome::Works),
+        Meanwhile::Waiting { client, sent } => {
+            let left = Instant::now();
+            drop(slow);
+            finish_hello(&server, client, sent)?;
+            Ok(Outcome::Lacks(format!(
+                "GET /hello got no answer within {} while another client sat on half a \
+                 request head; it was answered {} after that client left",
+                seconds(PROMPTLY),
+                seconds(left.elapsed())
+            )))
+        }
+    }
+}
+
+/// Reads the rest of a big file response and checks it is intact.
+fn drain(client: &mut Client, site: &Site, already: usize, what: &str) -> Result<(), Stop> {
+    let rest = client
+        .read_body(site.big.len() - already, Instant::now() + 4 * PATIENCE)
+        .map_err(|error| broken(format!("{what}: {error}")))?;
+    if let Some(at) = first_difference(&site.big[already..], &rest) {
+        return Err(broken(format!(
+            "{what}: the body differs from byte {} on",
+            at + already
+        )));
+    }
+    Ok(())
+}
+
+/// Starts a GET /files/big.bin and reads its head and the first bytes of its body, so
+/// the response is known to be in flight. Returns the client and how much body it read.
+fn start_big_download(server: &Server, site: &Site) -> Result<(Client, usize), Stop> {
+    let what = "GET /files/big.bin";
+    let mut client = connect(server)?;
+    sending(&mut client, &get("/files/big.bin"), what)?;
+    let head = client
+        .read_head(Instant::now() + PATIENCE, false)
+        .map_err(|error| broken(format!("{what}: {error}")))?;
+    expect_status(&head.response, &[200], what)?;
+    check!(
+        head.body_length == site.big.len(),
+        "{what}: Content-Length {}, expected {}",
+        head.body_length,
+        site.big.len()
+    );
+    let first = client
+        .read_some(1024, Instant::now() + PATIENCE)
+        .map_err(|error| broken(format!("{what}: {error}")))?;
+    check!(
+        first[..] == site.big[..first.len()],
+        "{what}: the body's first bytes are wrong"
+    );
+    Ok((client, first.len()))
+}
+
+/// Row 3: a client that asks for a big file and stops reading must not keep others
+/// waiting. The file is bigger than the kernel's socket buffers can hold, so the server
+/// cannot simply hand the whole response to the kernel and move on.
+pub fn slow_reader(target: &Target) -> Probed {
+    needs_own_server(target)?;
+    let site = make_site(site::stuck_response_size())?;
+    let server = target.start(Options {
+        root: Some(site.root.clone()),
+        ..Options::default()
+    })?;
+    let (mut reader, already) = start_big_download(&server, &site)?;
+    let what = "the big response left unread for a while";
+    match hello_meanwhile(&server)? {
+        Meanwhile::Answered => {
+            drain(&mut reader, &site, already, what)?;
+            Ok(Outcome::Works)
+        }
+        Meanwhile::Waiting { client, sent } => {
+            let resumed = Instant::now();
+            drain(&mut reader, &site, already, what)?;
+            drop(reader);
+            finish_hello(&server, client, sent)?;
+            Ok(Outcome::Lacks(format!(
+                "GET /hello got no answer within {} while another client left a {} MiB \
+                 response unread; it was answered {} after that client read the rest",
+                seconds(PROMPTLY),
+                site.big.len() >> 20,
+                seconds(resumed.elapsed())
+            )))
+        }
+    }
+}
+
+/// Row 4: several requests, one after another, on one connection; also for HTTP/1.0
+/// clients that ask for it.
+pub fn keep_alive(target: &Target) -> Probed {
+    let server = target.server()?;
+    let mut client = connect(&server)?;
+    sending(&mut client, &get("/hello"), "GET /hello")?;
+    let first = receive(&mut client, &server, false, "GET /hello")?;
+    expect_status(&first, &[200], "GET /hello")?;
+    if first.says_close() {
+        // `receive` has checked that the server really closed.
+        return Ok(Outcome::Lacks(
+            "the answer to an HTTP/1.1 GET /hello said Connection: close, and the server \
+             closed the connection"
+                .into(),
+        ));
+    }
+    // (request, what it is, is it HEAD, the status to expect)
+    let steps: [(&[u8], &str, bool, u16); 4] = [
+        (
+            b"GET /stats HTTP/1.1\r\nHost: suite\r\n\r\n",
+            "a second request (GET /stats)",
+            false,
+            200,
+        ),
+        // A HEAD answer has a Content-Length but no body: a server that sent the body
+        // anyway would garble the next answer, which the next step would notice.
+        (
+            b"HEAD /hello HTTP/1.1\r\nHost: suite\r\n\r\n",
+            "a third (HEAD /hello)",
+            true,
+            200,
+        ),
+        (
+            b"POST /echo HTTP/1.1\r\nHost: suite\r\nContent-Length: 5\r\n\r\nagain",
+            "a fourth (POST /echo)",
+            false,
+            200,
+        ),
+        (
+            b"GET /hello HTTP/1.1\r\nHost: suite\r\nConnection: close\r\n\r\n",
+            "a fifth, with Connection: close",
+            false,
+            200,
+        ),
+    ];
+    for (request, what, head, status) in steps {
+        let what = format!("{what} on the same connection");
+        sending(&mut client, request, &what)?;
+        let response = receive(&mut client, &server, head, &what)?;
+        expect_status(&response, &[status], &what)?;
+    }
+    // `receive` saw the connection close after the last one; it must also have said so.
+    // (Checked there: a close without "Connection: close" is an error.)
+
+    // HTTP/1.0 closes unless the client asks for keep-alive, and then the server must
+    // say `Connection: keep-alive`, because 1.0 clients assume a close otherwise.
+    let mut client = connect(&server)?;
+    let what = "GET /hello HTTP/1.0 with Connection: keep-alive";
+    sending(
+        &mut client,
+        b"GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+        what,
+    )?;
+    let response = receive(&mut client, &server, false, what)?;
+    check!(
+        response.has_connection_option("keep-alive"),
+        "{what}: the response does not say Connection: keep-alive"
+    );
+    sending(
+        &mut client,
+        b"GET /hello HTTP/1.0\r\n\r\n",
+        "a second HTTP/1.0 request",
+    )?;
+    let response = receive(&mut client, &server, false, "a second HTTP/1.0 request")?;
+    check!(
+        response.says_close(),
+        "a plain HTTP/1.0 request was not answered with Connection: close"
+    );
+    Ok(Outcome::Works)
+}
+
+/// Row 4: four requests in one write; four answers, in order.
+pub fn pipelining(target: &Target) -> Probed {
+    let server = target.server()?;
+    let mut requests = get("/hello");
+    requests.extend(post("/echo", b"pipelined"));
+    requests.extend(get("/sleep?ms=1"));
+    requests.extend(b"GET /nowhere HTTP/1.1\r\nHost: suite\r\nConnection: close\r\n\r\n");
+    let mut client = connect(&server)?;
+    sending(&mut client, &requests, "four pipelined requests")?;
+    let expected: [(&str, u16, &[u8]); 4] = [
+        ("GET /hello", 200, b"Hello, world!\n"),
+        ("POST /echo", 200, b"pipelined"),
+        ("GET /sleep?ms=1", 200, b"slept 1 ms\n"),
+        ("GET /nowhere", 404, b""),
+    ];
+    for (index, (what, status, body)) in expected.into_iter().enumerate() {
+        let what = format!("pipelined request {} ({what})", index + 1);
+        let response = receive(&mut client, &server, false, &what)?;
+        if index == 0 && response.says_close() {
+            return Ok(Outcome::Lacks(
+                "of four pipelined requests, only the first was answered (with Connection: \
+                 close), then the server closed the connection"
+                    .into(),
+            ));
+        }
+        expect_status(&response, &[status], &what)?;
+        check!(
+            body.is_empty() || response.body == body,
+            "{what}: body {:?}; answers out of order?",
+            response.text()
+        );
+    }
+
+    // Fifty at once, each echoing its own number: all answered, in order.
+    let mut requests = Vec::new();
+    for number in 0..50 {
+        requests.extend(post("/echo", format!("request {number}").as_bytes()));
+    }
+    let mut client = connect(&server)?;
+    sending(&mut client, &requests, "fifty pipelined POST /echo")?;
+    for number in 0..50 {
+        let what = format!("pipelined POST /echo number {number} of 50");
+        let response = receive(&mut client, &server, false, &what)?;
+        check!(
+            response.body == format!("request {number}").as_bytes(),
+            "{what}: body {:?}; answers out of order?",
+            response.text()
+        );
+    }
+
+    // A GET may carry a body; it must be skipped, not read as the next request. And a
+    // request that says Connection: close is the last one answered.
+    let mut client = connect(&server)?;
+    sending(
+        &mut client,
+        b"GET /hello HTTP/1.1\r\nHost: suite\r\nContent-Length: 9\r\n\r\nGET /nope\
+          GET /stats HTTP/1.1\r\nHost: suite\r\nConnection: close\r\n\r\n\
+          GET /hello HTTP/1.1\r\nHost: suite\r\n\r\n",
+        "a GET with a body, then two more",
+    )?;
+    let what = "a pipelined GET /hello with a 9-byte body";
+    let response = receive(&mut client, &server, false, what)?;
+    check!(
+        response.body == b"Hello, world!\n",
+        "{what}: body {:?}",
+        response.text()
+    );
+    let what = "the GET /stats after it, with Connection: close";
+    let response = receive(&mut client, &server, false, what)?;
+    expect_status(&response, &[200], what)?;
+    check!(
+        response.text().contains("requests_served"),
+        "{what}: body {:?} (was the first request's body read as a request?)",
+        response.text()
+    );
+    // `receive` has checked that the connection then closed, with nothing more sent.
+    Ok(Outcome::Works)
+}
+
+/// Row 5: SIGTERM while a big response is in flight. A graceful server stops accepting,
+/// finishes the response, and exits 0.
+pub fn graceful_shutdown(target: &Target) -> Probed {
+    needs_own_server(target)?;
+    let site = make_site(site::stuck_response_size())?;
+    let mut server = target.start(Options {
+        root: Some(site.root.clone()),
+        ..Options::default()
+    })?;
+    let (mut client, already) = start_big_download(&server, &site)?;
+    server.signal("TERM").map_err(broken)?;
+    let rest = drain(
+        &mut client,
+        &site,
+        already,
+        "the response in flight at SIGTERM",
+    );
+    drop(client);
+    let Some(status) = server.wait_for_exit(Instant::now() + PATIENCE) else {
+        return Err(broken(format!(
+            "still running {} s after SIGTERM (its one response {})",
+            PATIENCE.as_secs(),
+            if rest.is_ok() {
+                "was complete"
+            } else {
+                "was cut"
+            }
+        )));
+    };
+    if status.signal() == Some(15) {
+        let cut = match rest {
+            Ok(()) => "though the response in flight had already been handed to the kernel".into(),
+            Err(Stop::Broken(what)) => format!("cutting the response in flight ({what})"),
+            Err(skipped) => return Err(skipped),
+        };
+        return Ok(Outcome::Lacks(format!(
+            "SIGTERM killed the process (it has no handler for it), {cut}"
+        )));
+    }
+    check!(
+        status.code() == Some(0),
+        "after SIGTERM the process ended with {status}, expected exit status 0{}",
+        server.stderr_note()
+    );
+    rest.map_err(|stop| match stop {
+        Stop::Broken(what) => broken(format!("exited 0 after SIGTERM, but {what}")),
+        skipped => skipped,
+    })?;
+
+    // SIGINT (Ctrl-C) too, on an idle server.
+    let mut idle = target.server()?;
+    idle.signal("INT").map_err(broken)?;
+    match idle.wait_for_exit(Instant::now() + PATIENCE) {
+        Some(status) if status.code() == Some(0) => Ok(Outcome::Works),
+        Some(status) => Err(broken(format!(
+            "an idle server ended with {status} after SIGINT"
+        ))),
+        None => Err(broken(format!(
+            "an idle server was still running {} s after SIGINT",
+            PATIENCE.as_secs()
+        ))),
+    }
+}
+
+// ANCHOR: served_while_busy
+/// The shape shared by the "something slow" probes (rows 6 and 8). `busy` has sent a
+/// request that keeps its handler waiting for `hold` (a sleep, an upstream, a disk).
+/// Meanwhile another client asks for `/hello`. Which answer comes first?
+///
+/// A chapter that waits for the slow thing *without blocking* answers `/hello` at once,
+/// long before the slow answer. A chapter that blocks cannot answer `/hello` until the
+/// slow request is done, so both answers arrive together (in either order: the loop may
+/// write them in the same turn). Comparing the two answers with each other, rather than
+/// timing `/hello` against a fixed bound, keeps the verdict right on a machine too busy to
+/// answer anything quickly. `check_busy` checks the slow request's own answer.
+///
+/// `None` means "can't tell": the `/hello` went out too late, when the slow request was
+/// nearly over. The caller then tries again with a longer hold.
+fn served_while_busy(
+    server: &Server,
+    mut busy: Client,
+    busy_what: &str,
+    hold: Duration,
+    check_busy: impl Fn(&crate::client::Response) -> Result<(), Stop>,
+) -> Result<Option<Outcome>, Stop> {
+    thread::scope(|scope| {
+        // The slow request is read on its own thread, so we learn the moment it ends.
+        let slow = scope.spawn(move || {
+            let response = receive(&mut busy, server, false, busy_what);
+            // Hang up at once: a server that lingers until its client leaves (ch01's
+            // gentle close) would otherwise count our dawdling as its own slowness.
+            drop(busy);
+            (response, Instant::now())
+        });
+        let hello_sent = Instant::now();
+        let hello = exchange(server, &get("/hello"));
+        let hello_answered = Instant::now();
+        let (slow_response, slow_answered) = slow
+            .join()
+            .map_err(|_| broken(format!("reading {busy_what} panicked")))?;
+        check_busy(&slow_response?)?;
+        expect_status(&hello?, &[200], "GET /hello")?;
+        // A third of the hold: far more than lies between two answers released by the
+        // same event, far less than a non-blocking chapter leaves between them.
+        let margin = hold / 3;
+        if slow_answered < hello_sent + margin {
+            Ok(None)
+        } else if hello_answered + margin < slow_answered {
+            Ok(Some(Outcome::Works))
+        } else {
+            Ok(Some(Outcome::Lacks(format!(
+                "a GET /hello sent while {busy_what} was in progress was answered only when \
+                 that was over, {} after it was sent",
+                seconds(hello_answered - hello_sent)
+            ))))
+        }
+    })
+}
+// ANCHOR_END: served_while_busy
+
+/// How long the slow request of [`served_while_busy`] takes: short first, and longer if
+/// the machine was too busy to tell.
+const HOLDS_MS: [u64; 2] = [1500, 4000];
+
+fn with_longer_holds(mut attempt: impl FnMut(u64) -> Result<Option<Outcome>, Stop>) -> Probed {
+    for hold in HOLDS_MS {
+        if let Some(outcome) = attempt(hold)? {
+            return Ok(outcome);
+        }
+    }
+    Err(broken(format!(
+        "inconclusive: even with a {HOLDS_MS:?} ms slow request, the GET /hello could not be \
+         sent before it was nearly over (is the machine very busy?)"
+    )))
+}
+
+/// Row 6: `/sleep` waits without holding anyone else up.
+pub fn sleep_elsewhere(target: &Target) -> Probed {
+    let server = target.server()?;
+    with_longer_holds(|hold| {
+        let what = format!("another client's GET /sleep?ms={hold}");
+        let mut sleeper = connect(&server)?;
+        sending(&mut sleeper, &get(&format!("/sleep?ms={hold}")), &what)?;
+        let started = Instant::now();
+        // Be sure the server is in the sleep before we ask for /hello.
+        kernel::wait_until_read(sleeper.stream(), PATIENCE);
+        let hold = Duration::from_millis(hold);
+        served_while_busy(&server, sleeper, &what, hold, |response| {
+            expect_status(response, &[200], &what)?;
+            let expected = format!("slept {} ms\n", hold.as_millis());
+            check!(
+                response.text() == expected,
+                "{what}: body {:?}",
+                response.text()
+            );
+            check!(
+                started.elapsed() >= hold,
+                "{what} answered after only {}",
+                seconds(started.elapsed())
+            );
+            Ok(())
+        })
+    })
+}
+
+/// Row 6: a slow upstream waits without holding anyone else up.
+pub fn slow_upstream(target: &Target) -> Probed {
+    needs_own_server(target)?;
+    let upstream =
+        Upstream::start().map_err(|error| broken(format!("cannot start the upstream: {error}")))?;
+    let server = target.start(Options {
+        upstream: Some(upstream.address),
+        ..Options::default()
+    })?;
+    with_longer_holds(|hold| {
+        let what = format!("another client's GET /upstream/slow?ms={hold} (a slow upstream)");
+        let mut client = connect(&server)?;
+        sending(
+            &mut client,
+            &get(&format!("/upstream/slow?ms={hold}")),
+            &what,
+        )?;
+        // Once the upstream has the request, the chapter is waiting on it.
+        check!(
+            upstream.wait_for_request(PATIENCE).is_some(),
+            "{what}: the chapter never asked the upstream"
+        );
+        let hold = Duration::from_millis(hold);
+        served_while_busy(&server, client, &what, hold, |response| {
+            expect_status(response, &[200], &what)?;
+            check!(
+                response.text() == "slow answer\n",
+                "{what}: body {:?}",
+                response.text()
+            );
+            Ok(())
+        })
+    })
+}
+
+/// Row 8: a slow disk (`--fs-delay-ms`) holds up only the request that reads the file.
+pub fn slow_disk(target: &Target) -> Probed {
+    needs_own_server(target)?;
+    let site = make_site(0)?;
+    with_longer_holds(|hold| {
+        // The delay is paid twice: once to open the file, once to read it.
+        let delay_ms = hold / 2;
+        let server = target.start(Options {
+            root: Some(site.root.clone()),
+            fs_delay_ms: Some(delay_ms),
+            ..Options::default()
+        })?;
+        let what = format!("another client's GET /files/hello.txt (--fs-delay-ms {delay_ms})");
+        let mut client = connect(&server)?;
+        sending(&mut client, &get("/files/hello.txt"), &what)?;
+        kernel::wait_until_read(client.stream(), PATIENCE);
+        served_while_busy(
+            &server,
+            client,
+            &what,
+            Duration::from_millis(hold),
+            |response| {
+                expect_status(response, &[200], &what)?;
+                check!(
+                    response.body == site::HELLO_TXT.as_bytes(),
+                    "{what}: body {:?}",
+                    response.text()
+                );
+                Ok(())
+            },
+        )
+    })
+}
+
+/// How long after a timeout's deadline we still wait for it to fire.
+const TIMEOUT_SLACK: Duration = Duration::from_millis(1500);
+
+/// Row 7: a client that sends half a head and stalls gets 408 after `--header-timeout`.
+pub fn header_timeout(target: &Target) -> Probed {
+    needs_own_server(target)?;
+    let timeout = Duration::from_millis(500);
+    let mut server = target.start(Options {
+        if_supported: vec![("--header-timeout", "0.5".into())],
+        ..Options::default()
+    })?;
+    let mut client = connect(&server)?;
+    let what = "a client that sent half a request head and stalled";
+    sending(&mut client, b"GET /hello HTTP/1.1\r\nHost: suite\r\n", what)?;
+    let sent = Instant::now();
+    match client.wait_for_bytes(sent + timeout + TIMEOUT_SLACK) {
+        Ok(()) => {}
+        Err(crate::client::ReadError::TimedOut { .. }) => {
+            drop(client);
+            still_serves(&mut server, "a stalled half-sent head")?;
+            return Ok(Outcome::Lacks(format!(
+                "{what} got no 408 and was not disconnected within {}{}",
+                seconds(timeout + TIMEOUT_SLACK),
+                dropped_note(&server)
+            )));
+        }
+        Err(error) => {
+            return Err(broken(format!(
+                "{what}: expected a 408, but {error} (no response)"
+            )))
+        }
+    }
+    expect_408(&mut client, &server, sent, timeout, what)?;
+
+    // The clock starts again after each response: a keep-alive client that answers its
+    // first response with half a head gets the same treatment.
+    let mut client = connect(&server)?;
+    sending(&mut client, &get("/hello"), "GET /hello")?;
+    let response = receive(&mut client, &server, false, "GET /hello")?;
+    if !response.says_close() {
+        let what = "a keep-alive client that sent half its second request head";
+        sending(&mut client, b"GET /hello HTTP/1.1\r\nHo", what)?;
+        let sent = Instant::now();
+        client
+            .wait_for_bytes(sent + timeout + TIMEOUT_SLACK)
+            .map_err(|error| broken(format!("{what}: expected a 408, but {error}")))?;
+        expect_408(&mut client, &server, sent, timeout, what)?;
+    }
+
+    // A client that connects and sends nothing has not sent a head either. A 408 or a
+    // silent close are both fine; staying open is not.
+    let mut client = connect(&server)?;
+    let what = "a client that connected and sent nothing";
+    let connected = Instant::now();
+    match client.wait_for_close(connected + timeout + TIMEOUT_SLACK) {
+        Ending::Closed => {}
+        Ending::StillOpen => {
+            return Err(broken(format!(
+                "{what} was still connected {} later, with --header-timeout 0.5",
+                seconds(connected.elapsed())
+            )))
+        }
+        Ending::MoreBytes(bytes) => check!(
+            bytes.starts_with(b"HTTP/1.1 408 "),
+            "{what} was sent {} instead of a 408",
+            show(&bytes)
+        ),
+    }
+    Ok(Outcome::Works)
+}
+
+/// Reads the 408 a client is owed for a head that did not arrive in time.
+fn expect_408(
+    client: &mut Client,
+    server: &Server,
+    sent: Instant,
+    timeout: Duration,
+    what: &str,
+) -> Result<(), Stop> {
+    let response = receive(client, server, false, what)?;
+    let took = sent.elapsed();
+    expect_status(&response, &[408], what)?;
+    check!(
+        response.says_close(),
+        "{what}: the 408 does not say Connection: close"
+    );
+    check!(
+        took + Duration::from_millis(100) >= timeout,
+        "{what}: 408 after only {}, before the {} timeout",
+        seconds(took),
+        seconds(timeout)
+    );
+    Ok(())
+}
+
+/// Row 7: an idle keep-alive connection is closed after `--keep-alive-timeout`.
+pub fn keep_alive_timeout(target: &Target) -> Probed {
+    needs_own_server(target)?;
+    let timeout = Duration::from_millis(500);
+    let server = target.start(Options {
+        if_supported: vec![("--keep-alive-timeout", "0.5".into())],
+        ..Options::default()
+    })?;
+    let mut client = connect(&server)?;
+    sending(&mut client, &get("/hello"), "GET /hello")?;
+    let response = receive(&mut client, &server, false, "GET /hello")?;
+    expect_status(&response, &[200], "GET /hello")?;
+    if response.says_close() {
+        return Ok(Outcome::Lacks(
+            "there is no idle connection to time out: the server said Connection: close and \
+             closed right after the response"
+                .into(),
+        ));
+    }
+    let idle_since = Instant::now();
+    match client.wait_for_close(idle_since + timeout + TIMEOUT_SLACK) {
+        Ending::Closed => {
+            let took = idle_since.elapsed();
+            check!(
+                took + Duration::from_millis(100) >= timeout,
+                "an idle keep-alive connection was closed after only {}, before the {} timeout",
+                seconds(took),
+                seconds(timeout)
+            );
+            Ok(Outcome::Works)
+        }
+        Ending::StillOpen => Ok(Outcome::Lacks(format!(
+            "an idle keep-alive connection was still open {} after its response{}",
+            seconds(timeout + TIMEOUT_SLACK),
+            dropped_note(&server)
+        ))),
+        Ending::MoreBytes(bytes) => Err(broken(format!(
+            "an idle keep-alive connection was sent bytes nobody asked for: {}",
+            show(&bytes)
+        ))),
+    }
+}

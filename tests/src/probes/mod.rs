@@ -1,0 +1,432 @@
+//! The probes: one function per thing the suite checks, shared by `cargo test` and the
+//! runner.
+//!
+//! A probe only *observes*. It starts a server (or is given one), pokes it, and reports:
+//!
+//! - `Ok(Outcome::Works)`: the chapter has the capability;
+//! - `Ok(Outcome::Lacks(seen))`: it lacks it, *in the way a chapter without it must*:
+//!   the `/hello` waited behind the idle client, and was answered the moment that client
+//!   left; SIGTERM killed the process instead of letting it exit 0. `seen` says what
+//!   happened;
+//! - `Err(Stop::Broken(what))`: anything else: a wrong status, a missing header, a crash,
+//!   a server that stopped answering. Always a failure, whatever the manifest says;
+//! - `Err(Stop::Skipped(why))`: the probe cannot run here (it needs to start the server
+//!   itself, and was pointed at someone else's).
+//!
+//! Whether the outcome is *good* is not the probe's business: the [`harness`]
+//! compares it with the manifest.
+//!
+//! [`harness`]: crate::harness
+
+mod bad_input;
+mod concurrency;
+mod routes;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::chapters::Chapter;
+use crate::client::{show, Client, Ending, ReadError, Response};
+use crate::manifest::Capability::{
+    Basics, GracefulShutdown, IdleClient, KeepAlive, SleepAndUpstream, SlowDisk, SlowReader,
+    Timeouts,
+};
+use crate::manifest::{self, Capability, Expect};
+use crate::server::{Options, Server};
+use crate::site::Site;
+
+/// What a probe saw.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Works,
+    /// The capability is missing, in the expected way; what was seen.
+    Lacks(String),
+}
+
+/// Why a probe stopped before it could say [`Outcome`].
+#[derive(Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// Something is wrong that no chapter may get wrong.
+    Broken(String),
+    /// The probe cannot run against this target.
+    Skipped(&'static str),
+}
+
+pub type Probed = Result<Outcome, Stop>;
+
+/// One check, run against every chapter.
+pub struct Probe {
+    /// The test's name: `cargo test -p suite hello` runs this probe on every chapter.
+    pub name: &'static str,
+    /// The manifest row this probe checks.
+    pub capability: Capability,
+    pub run: fn(&Target) -> Probed,
+}
+
+// ANCHOR: probes
+/// Every probe, in the order the runner reports them. tests/suite.rs has one test per
+/// entry (and a test that checks the two lists agree).
+#[rustfmt::skip] // a table: one probe per line
+pub const PROBES: &[Probe] = &[
+    // The command line, routes and statuses.
+    probe("command_line", Basics, routes::command_line),
+    probe("index_page", Basics, routes::index_page),
+    probe("hello", Basics, routes::hello),
+    probe("sleep_route", Basics, routes::sleep_route),
+    probe("stats_route", Basics, routes::stats_route),
+    probe("head_requests", Basics, routes::head_requests),
+    probe("not_found", Basics, routes::not_found),
+    probe("method_not_allowed", Basics, routes::method_not_allowed),
+    probe("unknown_method", Basics, routes::unknown_method),
+    probe("echo", Basics, routes::echo),
+    probe("echo_needs_length", Basics, routes::echo_needs_length),
+    probe("echo_too_large", Basics, routes::echo_too_large),
+    probe("files", Basics, routes::files),
+    probe("big_file_intact", Basics, routes::big_file_intact),
+    probe("path_traversal", Basics, routes::path_traversal),
+    probe("upstream_relay", Basics, routes::upstream_relay),
+    probe("upstream_errors", Basics, routes::upstream_errors),
+    probe("upstream_timeout", Basics, routes::upstream_timeout),
+    // Bad input, odd clients.
+    probe("bare_lf", Basics, bad_input::bare_lf),
+    probe("obs_fold", Basics, bad_input::obs_fold),
+    probe("space_before_colon", Basics, bad_input::space_before_colon),
+    probe("host_header", Basics, bad_input::host_header),
+    probe("content_length_rules", Basics, bad_input::content_length_rules),
+    probe("length_and_chunked", Basics, bad_input::length_and_chunked),
+    probe("head_limits", Basics, bad_input::head_limits),
+    probe("garbage", Basics, bad_input::garbage),
+    probe("trickled_request", Basics, bad_input::trickled_request),
+    probe("body_split_across_writes", Basics, bad_input::body_split_across_writes),
+    probe("client_resets_mid_response", Basics, bad_input::client_resets_mid_response),
+    probe("clients_that_vanish", Basics, bad_input::clients_that_vanish),
+    probe("serves_after_abuse", Basics, bad_input::serves_after_abuse),
+    // One row each of the capability table.
+    probe("idle_client", IdleClient, concurrency::idle_client),
+    probe("half_sent_request", IdleClient, concurrency::half_sent_request),
+    probe("slow_reader", SlowReader, concurrency::slow_reader),
+    probe("keep_alive", KeepAlive, concurrency::keep_alive),
+    probe("pipelining", KeepAlive, concurrency::pipelining),
+    probe("graceful_shutdown", GracefulShutdown, concurrency::graceful_shutdown),
+    probe("sleep_elsewhere", SleepAndUpstream, concurrency::sleep_elsewhere),
+    probe("slow_upstream", SleepAndUpstream, concurrency::slow_upstream),
+    probe("header_timeout", Timeouts, concurrency::header_timeout),
+    probe("keep_alive_timeout", Timeouts, concurrency::keep_alive_timeout),
+    probe("slow_disk", SlowDisk, concurrency::slow_disk),
+];
+// ANCHOR_END: probes
+
+const fn probe(name: &'static str, capability: Capability, run: fn(&Target) -> Probed) -> Probe {
+    Probe {
+        name,
+        capability,
+        run,
+    }
+}
+
+/// The probe called `name`.
+pub fn find(name: &str) -> Option<&'static Probe> {
+    PROBES.iter().find(|probe| probe.name == name)
+}
+
+/// Where a probe gets its servers from.
+pub enum Launch {
+    /// Start the chapter's program, a fresh process for each server the probe asks for.
+    Start { binary: PathBuf },
+    /// A server someone else started; probes that need their own skip.
+    External { address: SocketAddr },
+}
+
+/// What a probe runs against: a chapter, and how to get a server of it.
+pub struct Target {
+    pub chapter: &'static Chapter,
+    pub launch: Launch,
+}
+
+impl Target {
+    /// A server with the default command line: a fresh one of our own, or the external
+    /// server.
+    pub fn server(&self) -> Result<Server, Stop> {
+        self.start(Options::default())
+    }
+
+    /// A fresh server started with `options`. Skips for an external server, which was
+    /// started with whatever its owner chose.
+    pub fn start(&self, options: Options) -> Result<Server, Stop> {
+        match &self.launch {
+            Launch::Start { binary } => {
+                Server::start(self.chapter, binary, &options).map_err(Stop::Broken)
+            }
+            Launch::External { address } if options.is_default() => {
+                Ok(Server::external(self.chapter, *address))
+            }
+            Launch::External { .. } => Err(Stop::Skipped(NEEDS_OWN_SERVER)),
+        }
+    }
+}
+
+/// The runner's note for a probe that cannot use someone else's server.
+pub const NEEDS_OWN_SERVER: &str = "needs to start the server";
+
+/// Skips a probe that must start its servers itself (with a `--root` of its own, say,
+/// or to signal them) when it is pointed at someone else's.
+pub fn needs_own_server(target: &Target) -> Result<(), Stop> {
+    match target.launch {
+        Launch::Start { .. } => Ok(()),
+        Launch::External { .. } => Err(Stop::Skipped(NEEDS_OWN_SERVER)),
+    }
+}
+
+/// A fresh site for `--root` (see [`Site`]), with a `big.bin` of `big` bytes if not 0.
+pub fn make_site(big: usize) -> Result<Site, Stop> {
+    Site::create(big).map_err(|error| broken(format!("cannot make a site: {error}")))
+}
+
+/// Returns `Err(Stop::Broken(...))` from the probe unless `condition` holds.
+macro_rules! check {
+    ($condition:expr, $($message:tt)+) => {
+        if !$condition {
+            return Err($crate::probes::Stop::Broken(format!($($message)+)));
+        }
+    };
+}
+use check;
+
+/// `Stop::Broken` with a message, for `map_err` and `ok_or_else`.
+pub fn broken(message: impl Into<String>) -> Stop {
+    Stop::Broken(message.into())
+}
+
+/// How long a probe waits for an answer that should come at once. Generous, because
+/// machines running tests are often busy; a deadline only ends a wait that has failed.
+pub const PATIENCE: Duration = Duration::from_secs(5);
+
+/// "Served promptly": how long a client may wait while another client holds a
+/// connection. Coarse on purpose: a chapter that has the capability answers in a
+/// millisecond or two, one that lacks it never answers until the other client lets go.
+/// The margin is for machines busy with other work (a parallel build, other tests).
+pub const PROMPTLY: Duration = Duration::from_secs(2);
+
+fn soon() -> Instant {
+    Instant::now() + PATIENCE
+}
+
+/// `GET path` as a plain HTTP/1.1 client sends it.
+pub fn get(path: &str) -> Vec<u8> {
+    format!("GET {path} HTTP/1.1\r\nHost: suite\r\n\r\n").into_bytes()
+}
+
+/// A request of any method that asks the server to close afterwards.
+pub fn request_and_close(method: &str, path: &str) -> Vec<u8> {
+    format!("{method} {path} HTTP/1.1\r\nHost: suite\r\nConnection: close\r\n\r\n").into_bytes()
+}
+
+/// `POST path` with `body` and its `Content-Length`.
+pub fn post(path: &str, body: &[u8]) -> Vec<u8> {
+    let mut request = format!(
+        "POST {path} HTTP/1.1\r\nHost: suite\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    request.extend_from_slice(body);
+    request
+}
+
+/// The first line of a request, to name it in messages.
+pub fn first_line(request: &[u8]) -> String {
+    let end = request
+        .iter()
+        .position(|&byte| byte == b'\r' || byte == b'\n')
+        .unwrap_or(request.len());
+    show(&request[..end.min(100)])
+}
+
+/// A new connection to `server`.
+pub fn connect(server: &Server) -> Result<Client, Stop> {
+    Client::connect(server.address).map_err(|error| {
+        broken(format!(
+            "cannot connect to {} at {}: {error}{}",
+            server.chapter.name,
+            server.address,
+            server.stderr_note()
+        ))
+    })
+}
+
+/// Sends `request` on a new connection and reads the answer (see [`receive`]).
+pub fn exchange(server: &Server, request: &[u8]) -> Result<Response, Stop> {
+    let mut client = connect(server)?;
+    let what = first_line(request);
+    client
+        .send(request)
+        .map_err(|error| broken(format!("{what}: sending failed: {error}")))?;
+    receive(&mut client, server, request.starts_with(b"HEAD "), &what)
+}
+
+// ANCHOR: receive
+/// Reads one response and holds it to the rules every response must follow: a
+/// `Content-Length`, a `Content-Type` when there is a body, `Server: chNN-name`, and
+/// `Connection: close` whenever the server closes (then the connection must really end).
+pub fn receive(
+    client: &mut Client,
+    server: &Server,
+    to_head_request: bool,
+    what: &str,
+) -> Result<Response, Stop> {
+    let response = client
+        .read_response(soon(), to_head_request)
+        .map_err(|error| broken(format!("{what}: {error}{}", server.stderr_note())))?;
+    check_framing(&response, server, to_head_request).map_err(|error| {
+        broken(format!(
+            "{what}: answered {}, but {error}",
+            response.summary()
+        ))
+    })?;
+    if response.says_close() {
+        match client.wait_for_close(soon()) {
+            Ending::Closed => {}
+            Ending::StillOpen => {
+                return Err(broken(format!(
+                    "{what}: the response said Connection: close, but the connection was \
+                     still open {} s later",
+                    PATIENCE.as_secs()
+                )))
+            }
+            Ending::MoreBytes(bytes) => {
+                return Err(broken(format!(
+                    "{what}: the response said Connection: close, then came more bytes: {}",
+                    show(&bytes)
+                )))
+            }
+        }
+    } else if client.closed_already() {
+        return Err(broken(format!(
+            "{what}: answered {} and closed the connection without saying Connection: close",
+            response.summary()
+        )));
+    }
+    Ok(response)
+}
+// ANCHOR_END: receive
+
+/// The header rules of the contract (the connection rule is in [`receive`]).
+fn check_framing(
+    response: &Response,
+    server: &Server,
+    to_head_request: bool,
+) -> Result<(), String> {
+    let name = server.chapter.name;
+    match (response.header_count("server"), response.header("server")) {
+        (1, Some(value)) if value == name => {}
+        (count, value) => {
+            return Err(format!(
+                "its Server header is {value:?} ({count} of them), not {name:?}"
+            ))
+        }
+    }
+    let has_body = if to_head_request {
+        // The body GET would send: its length is all HEAD shows of it.
+        response
+            .header("content-length")
+            .is_some_and(|length| length != "0")
+    } else {
+        !response.body.is_empty()
+    };
+    let content_type = response.header("content-type").unwrap_or_default();
+    if has_body && content_type.trim().is_empty() {
+        return Err("it has a body and no Content-Type".into());
+    }
+    // A chapter without keep-alive closes after every response, so every response must
+    // say so. (Without this rule we could only catch a silent close by luck: see
+    // `Client::closed_already`.)
+    let keeps_alive = manifest::expectation(Capability::KeepAlive, server.chapter) == Expect::Yes;
+    if !keeps_alive && !response.says_close() {
+        return Err(format!(
+            "it lacks Connection: close, and {} (says the manifest) has no keep-alive: it \
+             closes every connection after one response",
+            server.chapter.short_name()
+        ));
+    }
+    Ok(())
+}
+
+/// Fails unless `response` has one of the `allowed` statuses.
+pub fn expect_status(response: &Response, allowed: &[u16], what: &str) -> Result<(), Stop> {
+    check!(
+        allowed.contains(&response.status),
+        "{what}: expected {}, got {}",
+        allowed
+            .iter()
+            .map(u16::to_string)
+            .collect::<Vec<_>>()
+            .join(" or "),
+        response.summary()
+    );
+    Ok(())
+}
+
+/// The end of every probe that was rough with a server: is it still alive and serving?
+pub fn still_serves(server: &mut Server, after: &str) -> Result<(), Stop> {
+    if let Some(status) = server.exit_status() {
+        return Err(broken(format!(
+            "after {after}, the server process ended ({status}){}",
+            server.stderr_note()
+        )));
+    }
+    let response = exchange(server, &get("/hello")).map_err(|stop| match stop {
+        Stop::Broken(what) => broken(format!("after {after}, GET /hello failed: {what}")),
+        skipped => skipped,
+    })?;
+    expect_status(&response, &[200], &format!("GET /hello after {after}"))
+}
+
+/// What happened to a `/hello` sent while another client kept the server busy.
+pub enum Meanwhile {
+    /// Answered within [`PROMPTLY`].
+    Answered,
+    /// Not answered in time; the request is still out on `client`, sent at `sent`.
+    Waiting { client: Client, sent: Instant },
+}
+
+// ANCHOR: meanwhile
+/// The heart of most capability probes: while someone else keeps the server busy, does a
+/// `GET /hello` from a new client get its answer promptly?
+pub fn hello_meanwhile(server: &Server) -> Result<Meanwhile, Stop> {
+    let mut client = connect(server)?;
+    let sent = Instant::now();
+    client
+        .send(&get("/hello"))
+        .map_err(|error| broken(format!("sending GET /hello: {error}")))?;
+    match client.read_response(sent + PROMPTLY, false) {
+        Ok(response) => {
+            expect_status(&response, &[200], "GET /hello from another client")?;
+            Ok(Meanwhile::Answered)
+        }
+        Err(ReadError::TimedOut { .. }) => Ok(Meanwhile::Waiting { client, sent }),
+        Err(error) => Err(broken(format!(
+            "GET /hello from another client: {error}{}",
+            server.stderr_note()
+        ))),
+    }
+}
+// ANCHOR_END: meanwhile
+
+/// After the busy client let go: the `/hello` that waited must now be answered. That is
+/// what separates "waited its turn" (the expected limitation) from "the server is stuck".
+/// Returns how long it waited in all.
+pub fn finish_hello(server: &Server, mut client: Client, sent: Instant) -> Result<Duration, Stop> {
+    let response = receive(
+        &mut client,
+        server,
+        false,
+        "the GET /hello that had to wait",
+    )?;
+    expect_status(&response, &[200], "the GET /hello that had to wait")?;
+    Ok(sent.elapsed())
+}
+
+/// "1.52 s", for messages.
+pub fn seconds(duration: Duration) -> String {
+    format!("{:.2} s", duration.as_secs_f64())
+}

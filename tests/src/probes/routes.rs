@@ -1,0 +1,648 @@
+//! Probes for the demo application's routes and statuses: every row of the contract's
+//! route table, `HEAD`, 404, 405 and 501. Every chapter must pass all of them.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::{
+    broken, check, connect, exchange, expect_status, first_line, get, make_site, needs_own_server,
+    post, receive, request_and_close, seconds, still_serves, Launch, Outcome, Probed, Stop, Target,
+};
+use crate::client::Response;
+use crate::server::{Options, Server};
+use crate::site::{self, first_difference, Site};
+use crate::upstream::{self, Upstream};
+
+/// The body of `GET /hello`.
+pub const HELLO: &str = "Hello, world!\n";
+
+fn content_type(response: &Response) -> &str {
+    response.header("content-type").unwrap_or_default()
+}
+
+pub fn index_page(target: &Target) -> Probed {
+    let server = target.server()?;
+    let response = exchange(&server, &get("/"))?;
+    expect_status(&response, &[200], "GET /")?;
+    check!(
+        content_type(&response).starts_with("text/html"),
+        "GET /: Content-Type {:?}, expected text/html",
+        content_type(&response)
+    );
+    let page = response.text();
+    check!(
+        page.contains(server.chapter.name),
+        "GET /: the page does not name the chapter ({})",
+        server.chapter.name
+    );
+    for route in [
+        "/hello",
+        "/sleep",
+        "/files/",
+        "/echo",
+        "/upstream/",
+        "/stats",
+    ] {
+        check!(
+            page.contains(route),
+            "GET /: the page does not mention {route}"
+        );
+    }
+    Ok(Outcome::Works)
+}
+
+/// The command line's promises: `--help` is exit 0, a bad flag exit 2 with the usage on
+/// stderr, a port in use exit 1 with a one-line error (not a panic).
+pub fn command_line(target: &Target) -> Probed {
+    let Launch::Start { binary } = &target.launch else {
+        return Err(Stop::Skipped(super::NEEDS_OWN_SERVER));
+    };
+    let help = run_to_end(binary, &["--help"])?;
+    check!(
+        help.code == Some(0) && help.stdout.contains("usage"),
+        "--help: exit {:?}, stdout {:?}; expected exit 0 and the usage",
+        help.code,
+        help.stdout
+    );
+    for bad in [&["--bogus"][..], &["--port", "seventy"], &["--port"]] {
+        let run = run_to_end(binary, bad)?;
+        check!(
+            run.code == Some(2) && run.stderr.contains("usage") && !run.stderr.contains("panicked"),
+            "{}: exit {:?}, stderr {:?}; expected exit 2 with an error and the usage",
+            bad.join(" "),
+            run.code,
+            run.stderr
+        );
+    }
+    let server = target.server()?;
+    let port = server.address.port().to_string();
+    let taken = run_to_end(binary, &["--host", "127.0.0.1", "--port", &port])?;
+    check!(
+        taken.code == Some(1)
+            && !taken.stderr.contains("panicked")
+            && taken.stderr.lines().count() == 1,
+        "--port {port} (in use): exit {:?}, stderr {:?}; expected exit 1 and a one-line error",
+        taken.code,
+        taken.stderr
+    );
+    Ok(Outcome::Works)
+}
+
+/// What a short run of the program left behind.
+struct Ended {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs the chapter's program with `args` and waits (a few seconds at most) for it to
+/// end by itself, as `--help` and bad flags must.
+fn run_to_end(binary: &Path, args: &[&str]) -> Result<Ended, Stop> {
+    let mut child = Command::new(binary)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|error| broken(format!("cannot run {}: {error}", binary.display())))?;
+    let deadline = Instant::now() + super::PATIENCE;
+    while child.try_wait().ok().flatten().is_none() {
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(broken(format!(
+                "`{}` was still running after {} s",
+                args.join(" "),
+                super::PATIENCE.as_secs()
+            )));
+        }
+        // std has no "wait with a timeout", so we look again shortly.
+        thread::sleep(Duration::from_millis(10));
+    }
+    // It has ended, so its pipes are closed and hold all it wrote.
+    let output = child.wait_with_output().map_err(|error| {
+        broken(format!(
+            "reading what `{}` printed: {error}",
+            args.join(" ")
+        ))
+    })?;
+    Ok(Ended {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    })
+}
+
+pub fn hello(target: &Target) -> Probed {
+    let server = target.server()?;
+    let requests: [&[u8]; 4] = [
+        b"GET /hello HTTP/1.1\r\nHost: suite\r\n\r\n",
+        b"GET /hello?ignored=yes HTTP/1.1\r\nHost: suite\r\n\r\n",
+        // The absolute form, which RFC 9112 says a server must accept.
+        b"GET http://suite/hello HTTP/1.1\r\nHost: suite\r\n\r\n",
+        // HTTP/1.0 needs no Host, and gets its connection closed.
+        b"GET /hello HTTP/1.0\r\n\r\n",
+    ];
+    for request in requests {
+        let what = first_line(request);
+        let response = exchange(&server, request)?;
+        expect_status(&response, &[200], &what)?;
+        check!(
+            response.body == HELLO.as_bytes(),
+            "{what}: body {:?}, expected {HELLO:?}",
+            response.text()
+        );
+        check!(
+            content_type(&response).starts_with("text/plain"),
+            "{what}: Content-Type {:?}, expected text/plain",
+            content_type(&response)
+        );
+    }
+    Ok(Outcome::Works)
+}
+
+pub fn sleep_route(target: &Target) -> Probed {
+    let server = target.server()?;
+    for ms in [0, 50] {
+        let started = Instant::now();
+        let response = exchange(&server, &get(&format!("/sleep?ms={ms}")))?;
+        let took = started.elapsed();
+        expect_status(&response, &[200], &format!("GET /sleep?ms={ms}"))?;
+        check!(
+            response.text() == format!("slept {ms} ms\n"),
+            "GET /sleep?ms={ms}: body {:?}",
+            response.text()
+        );
+        check!(
+            took >= Duration::from_millis(ms),
+            "GET /sleep?ms={ms} answered after only {}",
+            seconds(took)
+        );
+    }
+    for bad in ["abc", "-1", "10001", "1.5", "", "99999999999999999999999"] {
+        let response = exchange(&server, &get(&format!("/sleep?ms={bad}")))?;
+        expect_status(&response, &[400], &format!("GET /sleep?ms={bad}"))?;
+    }
+    let response = exchange(&server, &get("/sleep"))?;
+    expect_status(&response, &[400], "GET /sleep (no ms)")?;
+    Ok(Outcome::Works)
+}
+
+pub fn stats_route(target: &Target) -> Probed {
+    let server = target.server()?;
+    expect_status(&exchange(&server, &get("/hello"))?, &[200], "GET /hello")?;
+    let response = exchange(&server, &get("/stats"))?;
+    expect_status(&response, &[200], "GET /stats")?;
+    check!(
+        content_type(&response).starts_with("text/plain"),
+        "GET /stats: Content-Type {:?}, expected text/plain",
+        content_type(&response)
+    );
+    let text = response.text();
+    let value = |key: &str| -> Option<u64> {
+        text.lines().find_map(|line| {
+            let (name, value) = line.split_once(' ')?;
+            (name == key).then(|| value.trim().parse().ok())?
+        })
+    };
+    for key in [
+        "connections_open",
+        "requests_served",
+        "loop_turns",
+        "timers_pending",
+        "jobs_queued",
+    ] {
+        check!(
+            value(key).is_some(),
+            "GET /stats: no `{key} N` line in {text:?}"
+        );
+    }
+    check!(
+        value("requests_served").unwrap_or(0) >= 1,
+        "GET /stats: requests_served is 0 after a GET /hello was answered"
+    );
+    Ok(Outcome::Works)
+}
+
+/// HEAD must give the same status and headers as GET (but `Date`, and for `/stats` the
+/// length of numbers that changed), and no body at all.
+pub fn head_requests(target: &Target) -> Probed {
+    let server = target.server()?;
+    for path in [
+        "/",
+        "/hello",
+        "/stats",
+        "/sleep?ms=1",
+        "/sleep?ms=x",
+        "/nowhere",
+    ] {
+        let got = exchange(&server, &request_and_close("GET", path))?;
+        // `receive` checks that no body follows the head: the connection must end (we
+        // asked it to) right after the head.
+        let head = exchange(&server, &request_and_close("HEAD", path))?;
+        check!(
+            head.status == got.status,
+            "HEAD {path}: status {}, but GET gives {}",
+            head.status,
+            got.status
+        );
+        let comparable = |response: &Response| {
+            let mut headers: Vec<(String, String)> = response
+                .headers
+                .iter()
+                .filter(|(name, _)| {
+                    // The date moves on between the two requests; so do /stats' numbers.
+                    let changes = name.eq_ignore_ascii_case("date")
+                        || (path == "/stats" && name.eq_ignore_ascii_case("content-length"));
+                    !changes
+                })
+                .map(|(name, value)| (name.to_ascii_lowercase(), value.clone()))
+                .collect();
+            headers.sort();
+            headers
+        };
+        check!(
+            comparable(&head) == comparable(&got),
+            "HEAD {path}: headers {:?} differ from GET's {:?}",
+            head.headers,
+            got.headers
+        );
+    }
+    let response = exchange(&server, &request_and_close("HEAD", "/echo"))?;
+    expect_status(&response, &[405], "HEAD /echo")?;
+    Ok(Outcome::Works)
+}
+
+pub fn not_found(target: &Target) -> Probed {
+    let server = target.server()?;
+    for path in [
+        "/nowhere",
+        "/hello/",
+        "/HELLO",
+        "/files",
+        "/upstreamx",
+        "/stats/x",
+    ] {
+        expect_status(
+            &exchange(&server, &get(path))?,
+            &[404],
+            &format!("GET {path}"),
+        )?;
+    }
+    let request = b"OPTIONS * HTTP/1.1\r\nHost: suite\r\n\r\n";
+    expect_status(&exchange(&server, request)?, &[404], "OPTIONS *")?;
+    Ok(Outcome::Works)
+}
+
+pub fn method_not_allowed(target: &Target) -> Probed {
+    let server = target.server()?;
+    let cases = [
+        ("DELETE", "/hello", "GET, HEAD"),
+        ("POST", "/hello", "GET, HEAD"),
+        ("PUT", "/", "GET, HEAD"),
+        ("POST", "/stats", "GET, HEAD"),
+        ("PATCH", "/sleep?ms=1", "GET, HEAD"),
+        ("DELETE", "/files/index.html", "GET, HEAD"),
+        ("POST", "/upstream/x", "GET, HEAD"),
+        ("GET", "/echo", "POST"),
+        ("PUT", "/echo", "POST"),
+    ];
+    let methods = |list: &str| {
+        let mut methods: Vec<String> = list
+            .split(',')
+            .map(|method| method.trim().to_string())
+            .filter(|method| !method.is_empty())
+            .collect();
+        methods.sort();
+        methods
+    };
+    for (method, path, allow) in cases {
+        let what = format!("{method} {path}");
+        let response = exchange(&server, &request_and_close(method, path))?;
+        expect_status(&response, &[405], &what)?;
+        let got = response.header("allow").unwrap_or_default();
+        check!(
+            methods(got) == methods(allow),
+            "{what}: Allow: {got:?}, expected {allow:?}"
+        );
+    }
+    Ok(Outcome::Works)
+}
+
+pub fn unknown_method(target: &Target) -> Probed {
+    let server = target.server()?;
+    // Methods are case-sensitive: `get` is not GET, it is a method nobody knows.
+    for method in ["BREW", "FOO", "get", "M-SEARCH"] {
+        let response = exchange(&server, &request_and_close(method, "/hello"))?;
+        expect_status(&response, &[501], &format!("{method} /hello"))?;
+    }
+    Ok(Outcome::Works)
+}
+
+pub fn echo(target: &Target) -> Probed {
+    let server = target.server()?;
+    let every_byte: Vec<u8> = (0..=255).collect();
+    let largest = site::pattern(1024 * 1024);
+    let bodies: [&[u8]; 4] = [b"hello, echo", b"", &every_byte, &largest];
+    for body in bodies {
+        let what = format!("POST /echo with {} bytes", body.len());
+        let response = exchange(&server, &post("/echo", body))?;
+        expect_status(&response, &[200], &what)?;
+        if let Some(at) = first_difference(body, &response.body) {
+            return Err(broken(format!(
+                "{what}: the echo differs from byte {at} on ({} bytes came back)",
+                response.body.len()
+            )));
+        }
+    }
+    Ok(Outcome::Works)
+}
+
+pub fn echo_needs_length(target: &Target) -> Probed {
+    let server = target.server()?;
+    let request = b"POST /echo HTTP/1.1\r\nHost: suite\r\n\r\n";
+    expect_status(
+        &exchange(&server, request)?,
+        &[411],
+        "POST /echo without Content-Length",
+    )?;
+    Ok(Outcome::Works)
+}
+
+/// Over 1 MiB is 413, and the server must say so from the head alone, without waiting
+/// for (or buffering) a body it will not take.
+pub fn echo_too_large(target: &Target) -> Probed {
+    let mut server = target.server()?;
+    let too_long = 1024 * 1024 + 1;
+    let head = format!("POST /echo HTTP/1.1\r\nHost: suite\r\nContent-Length: {too_long}\r\n\r\n");
+    let what = format!("POST /echo with Content-Length: {too_long} (no body sent)");
+    let response = exchange(&server, head.as_bytes())?;
+    expect_status(&response, &[413], &what)?;
+    check!(
+        response.says_close(),
+        "{what}: the 413 does not say Connection: close"
+    );
+
+    // The same with some of the body on its way: the answer must not wait for the rest.
+    let mut client = connect(&server)?;
+    let mut request = head.into_bytes();
+    request.extend_from_slice(&site::pattern(64 * 1024));
+    client
+        .send(&request)
+        .map_err(|error| broken(format!("sending a too-large POST /echo: {error}")))?;
+    let what = "POST /echo with 64 KiB of a too-large body";
+    let response = receive(&mut client, &server, false, what)?;
+    expect_status(&response, &[413], what)?;
+    drop(client);
+    still_serves(&mut server, "a too-large POST /echo")?;
+    Ok(Outcome::Works)
+}
+
+/// Starts a server on a fresh site, or skips for an external server.
+fn with_site(target: &Target, big: usize) -> Result<(Server, Site), Stop> {
+    needs_own_server(target)?;
+    let site = make_site(big)?;
+    let server = target.start(Options {
+        root: Some(site.root.clone()),
+        ..Options::default()
+    })?;
+    Ok((server, site))
+}
+
+pub fn files(target: &Target) -> Probed {
+    let (server, _site) = with_site(target, 0)?;
+    let found = [
+        ("/files/hello.txt", "text/plain", site::HELLO_TXT),
+        ("/files/index.html", "text/html", site::INDEX_HTML),
+        ("/files/", "text/html", site::INDEX_HTML),
+        ("/files/sub/", "text/html", site::SUB_INDEX_HTML),
+        ("/files/a%20b.txt", "text/plain", site::SPACED_TXT),
+        ("/files/style.css", "text/css", "p { color: teal; }\n"),
+        (
+            "/files/data.json",
+            "application/json",
+            "{\"suite\": true}\n",
+        ),
+        (
+            "/files/notes.unknown",
+            "application/octet-stream",
+            "no known extension\n",
+        ),
+    ];
+    for (path, expected_type, contents) in found {
+        let what = format!("GET {path}");
+        let response = exchange(&server, &get(path))?;
+        expect_status(&response, &[200], &what)?;
+        check!(
+            response.body == contents.as_bytes(),
+            "{what}: body {:?}, expected {contents:?}",
+            response.text()
+        );
+        check!(
+            content_type(&response).starts_with(expected_type),
+            "{what}: Content-Type {:?}, expected {expected_type}",
+            content_type(&response)
+        );
+    }
+    for path in [
+        "/files/missing.txt",
+        "/files/sub",
+        "/files/sub/missing/",
+        "/files/nope/",
+    ] {
+        expect_status(
+            &exchange(&server, &get(path))?,
+            &[404],
+            &format!("GET {path}"),
+        )?;
+    }
+    let response = exchange(&server, &request_and_close("HEAD", "/files/hello.txt"))?;
+    expect_status(&response, &[200], "HEAD /files/hello.txt")?;
+    let length = site::HELLO_TXT.len().to_string();
+    check!(
+        response.header("content-length") == Some(length.as_str()),
+        "HEAD /files/hello.txt: Content-Length {:?}, expected {length}",
+        response.header("content-length")
+    );
+    Ok(Outcome::Works)
+}
+
+pub fn big_file_intact(target: &Target) -> Probed {
+    let size = 8 * 1024 * 1024;
+    let (server, site) = with_site(target, size)?;
+    let response = exchange(&server, &get("/files/big.bin"))?;
+    expect_status(&response, &[200], "GET /files/big.bin")?;
+    if let Some(at) = first_difference(&site.big, &response.body) {
+        return Err(broken(format!(
+            "GET /files/big.bin ({size} bytes): the body differs from byte {at} on \
+             ({} bytes arrived)",
+            response.body.len()
+        )));
+    }
+    Ok(Outcome::Works)
+}
+
+// ANCHOR: path_traversal
+/// Ways out of the root that servers have fallen for. None may answer with a byte of the
+/// secret file that sits next to the root; each must be a 4xx.
+pub fn path_traversal(target: &Target) -> Probed {
+    let (mut server, site) = with_site(target, 0)?;
+    let secret_path = site.secret_path().display().to_string();
+    let encoded_absolute = secret_path.replace('/', "%2f");
+    let mut attacks: Vec<String> = [
+        "/files/../secret.txt",
+        "/files/sub/../../secret.txt",
+        "/files/./../secret.txt",
+        "/files/%2e%2e/secret.txt",
+        "/files/%2E%2E/secret.txt",
+        "/files/.%2e/secret.txt",
+        "/files/..%2fsecret.txt",
+        "/files/..%2Fsecret.txt",
+        "/files/%2e%2e%2fsecret.txt",
+        "/files/sub%2f..%2f..%2fsecret.txt",
+        "/files/..%5csecret.txt",
+        "/files/..\\secret.txt",
+        "/files/%252e%252e/secret.txt",
+        "/files/../secret.txt%00.html",
+        "/files/hello.txt%00/../../secret.txt",
+        "/files/link-out",
+        "/files/link-up/secret.txt",
+    ]
+    .iter()
+    .map(|attack| attack.to_string())
+    .collect();
+    attacks.push(format!("/files/{secret_path}"));
+    attacks.push(format!("/files{secret_path}"));
+    attacks.push(format!("/files/{encoded_absolute}"));
+
+    let mut requests: Vec<Vec<u8>> = attacks.iter().map(|path| get(path)).collect();
+    // The absolute form of the target, and a raw NUL byte in it.
+    requests.push(b"GET http://suite/files/../secret.txt HTTP/1.1\r\nHost: suite\r\n\r\n".to_vec());
+    requests.push(b"GET /files/secret.txt\0 HTTP/1.1\r\nHost: suite\r\n\r\n".to_vec());
+
+    for request in &requests {
+        let what = first_line(request);
+        let response = exchange(&server, request)?;
+        let leaked = response
+            .body
+            .windows(site.secret.len())
+            .any(|window| window == site.secret.as_bytes());
+        check!(
+            !leaked,
+            "{what}: the response contains the secret from outside the root!"
+        );
+        check!(
+            (400..500).contains(&response.status),
+            "{what}: expected a 4xx, got {}",
+            response.summary()
+        );
+    }
+    still_serves(&mut server, "path traversal attempts")?;
+    Ok(Outcome::Works)
+}
+// ANCHOR_END: path_traversal
+
+/// Starts a server with `--upstream` pointing at a fresh [`Upstream`].
+fn with_upstream(target: &Target) -> Result<(Server, Upstream), Stop> {
+    needs_own_server(target)?;
+    let upstream =
+        Upstream::start().map_err(|error| broken(format!("cannot start the upstream: {error}")))?;
+    let server = target.start(Options {
+        upstream: Some(upstream.address),
+        ..Options::default()
+    })?;
+    Ok((server, upstream))
+}
+
+pub fn upstream_relay(target: &Target) -> Probed {
+    let (server, upstream) = with_upstream(target)?;
+    let cases = [
+        ("/upstream/teapot", 418, upstream::TEAPOT.to_string()),
+        (
+            "/upstream/target?x=1&y=2",
+            200,
+            "/target?x=1&y=2\n".to_string(),
+        ),
+        ("/upstream/until-close", 200, upstream::HELLO.to_string()),
+        ("/upstream/", 200, upstream::HELLO.to_string()),
+    ];
+    for (path, status, body) in cases {
+        let what = format!("GET {path}");
+        let response = exchange(&server, &get(path))?;
+        expect_status(&response, &[status], &what)?;
+        check!(
+            response.text() == body,
+            "{what}: body {:?}, expected the upstream's {body:?}",
+            response.text()
+        );
+    }
+    // What the upstream was asked for: the path after /upstream, with the query.
+    let mut seen = Vec::new();
+    while let Some(line) = upstream.wait_for_request(Duration::ZERO) {
+        seen.push(line);
+    }
+    check!(
+        seen.iter()
+            .any(|line| line == "GET /target?x=1&y=2 HTTP/1.1"),
+        "the upstream was never asked for `GET /target?x=1&y=2 HTTP/1.1`; it saw {seen:?}"
+    );
+    let response = exchange(&server, &request_and_close("HEAD", "/upstream/teapot"))?;
+    expect_status(&response, &[418], "HEAD /upstream/teapot")?;
+    Ok(Outcome::Works)
+}
+
+pub fn upstream_errors(target: &Target) -> Probed {
+    let (mut server, _upstream) = with_upstream(target)?;
+    expect_status(
+        &exchange(&server, &get("/upstream/garbage"))?,
+        &[502],
+        "GET /upstream/garbage (the upstream answers with no HTTP)",
+    )?;
+    still_serves(&mut server, "an upstream that answered garbage")?;
+
+    let refusing = upstream::refusing_address()
+        .map_err(|error| broken(format!("cannot find a closed port: {error}")))?;
+    let server = target.start(Options {
+        upstream: Some(refusing),
+        ..Options::default()
+    })?;
+    expect_status(
+        &exchange(&server, &get("/upstream/hello"))?,
+        &[502],
+        "GET /upstream/hello with an upstream that refuses connections",
+    )?;
+
+    let server = target.server()?;
+    expect_status(
+        &exchange(&server, &get("/upstream/hello"))?,
+        &[404],
+        "GET /upstream/hello without --upstream",
+    )?;
+    Ok(Outcome::Works)
+}
+
+/// An upstream that never answers: 504 after the contract's 5 s, not much sooner or later.
+pub fn upstream_timeout(target: &Target) -> Probed {
+    let (server, _upstream) = with_upstream(target)?;
+    let mut client = connect(&server)?;
+    let started = Instant::now();
+    client
+        .send(&get("/upstream/hang"))
+        .map_err(|error| broken(format!("sending GET /upstream/hang: {error}")))?;
+    let what = "GET /upstream/hang (the upstream never answers)";
+    // `receive` waits PATIENCE for an answer; the first 4.5 s of the wait are the point.
+    client
+        .wait_for_bytes(started + Duration::from_secs(5) + super::PATIENCE)
+        .map_err(|error| broken(format!("{what}: {error}")))?;
+    let response = receive(&mut client, &server, false, what)?;
+    let took = started.elapsed();
+    expect_status(&response, &[504], what)?;
+    check!(
+        took >= Duration::from_millis(4500),
+        "{what}: 504 after only {}, expected about 5 s",
+        seconds(took)
+    );
+    Ok(Outcome::Works)
+}
