@@ -70,6 +70,7 @@ impl fmt::Display for Token {
     }
 }
 
+// ANCHOR: interest_and_event
 /// What a registration waits for. Plain booleans rather than bit flags: the two questions
 /// `poll` can answer for us, "may I read without waiting?" and "may I write?".
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,6 +98,7 @@ pub struct Event {
     pub readable: bool,
     pub writable: bool,
 }
+// ANCHOR_END: interest_and_event
 
 // ANCHOR: handler
 /// What the loop calls back. `S` is the program's shared state (the server's counters,
@@ -121,6 +123,7 @@ pub trait Handler<S> {
 }
 // ANCHOR_END: handler
 
+// ANCHOR: slots
 /// One registered descriptor.
 struct Registration<S> {
     fd: RawFd,
@@ -156,6 +159,7 @@ pub struct EventLoop<S> {
     turns: u64,
     stopped: bool,
 }
+// ANCHOR_END: slots
 
 impl<S> EventLoop<S> {
     pub fn new() -> EventLoop<S> {
@@ -353,6 +357,7 @@ impl<S> EventLoop<S> {
             return;
         }
         // ANCHOR_END: fired_but_removed
+        // ANCHOR: lift_handler
         let (fd, name) = (registration.fd, registration.name);
         // Lift the handler out of its slot while it runs, so that it can have `&mut self`
         // (the whole loop) without the loop also holding it. It is `None` only while its
@@ -361,6 +366,7 @@ impl<S> EventLoop<S> {
             return;
         };
         trace!("fd {fd} (token {token}) {direction} -> {name}::on_{direction}");
+        // ANCHOR_END: lift_handler
 
         // ANCHOR: catch_unwind
         // A bug that panics while serving one client must not take every other client
@@ -382,6 +388,7 @@ impl<S> EventLoop<S> {
         }
         // ANCHOR_END: catch_unwind
 
+        // ANCHOR: put_back
         match self.registration_mut(token) {
             // Still registered: the handler goes back into its slot.
             Some(registration) => registration.handler = Some(handler),
@@ -389,6 +396,7 @@ impl<S> EventLoop<S> {
             // descriptor (after `deregister` took it out of the poller).
             None => drop(handler),
         }
+        // ANCHOR_END: put_back
     }
 
     /// The registration `token` names, if it is still the one it named.

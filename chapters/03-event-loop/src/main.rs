@@ -100,6 +100,7 @@ fn main() {
     // ANCHOR_END: wiring
 }
 
+// ANCHOR: stats
 impl Server {
     /// The numbers `/stats` shows. Every registration is a connection except the signal
     /// pipe and the listener (while it is open). Counting this way stays right even when
@@ -129,6 +130,7 @@ impl Server {
         }
     }
 }
+// ANCHOR_END: stats
 
 // ANCHOR: accept
 /// The listening socket, as a handler: readable means clients are waiting to be accepted.

@@ -24,6 +24,7 @@ use shared::trace;
 use crate::event_loop::{Event, Interest, Token};
 
 // ANCHOR: poller
+// ANCHOR: poller_fields
 pub struct Poller {
     /// What `poll` reads and writes: one entry per registered descriptor.
     fds: Vec<libc::pollfd>,
@@ -33,6 +34,7 @@ pub struct Poller {
     /// Where each descriptor's entry is, so `modify` and `delete` need not search.
     position: HashMap<RawFd, usize>,
 }
+// ANCHOR_END: poller_fields
 
 impl Poller {
     pub fn new() -> Poller {
@@ -43,6 +45,7 @@ impl Poller {
         }
     }
 
+    // ANCHOR: poller_edit
     /// Starts watching `fd` (Redis: `aeApiAddEvent`).
     pub fn add(&mut self, fd: RawFd, token: Token, interest: Interest) -> io::Result<()> {
         if self.position.contains_key(&fd) {
@@ -80,6 +83,7 @@ impl Poller {
         }
         Ok(())
     }
+    // ANCHOR_END: poller_edit
 
     // ANCHOR: wait
     /// Waits until a descriptor is ready or `timeout` passes (`None`: no limit), and puts
@@ -135,6 +139,7 @@ impl Poller {
 }
 // ANCHOR_END: poller
 
+// ANCHOR: pollfd
 /// The `struct pollfd` for `fd` and `interest`.
 fn pollfd(fd: RawFd, interest: Interest) -> libc::pollfd {
     let mut events = 0;
@@ -153,6 +158,7 @@ fn pollfd(fd: RawFd, interest: Interest) -> libc::pollfd {
         revents: 0,
     }
 }
+// ANCHOR_END: pollfd
 
 fn not_registered(fd: RawFd) -> io::Error {
     io::Error::new(
