@@ -15,9 +15,10 @@
 //!   capability the manifest says it lacks passes, and the suite prints why: that
 //!   failing-as-expected result is the lesson. Working where the manifest says "no" is
 //!   an error too, so the table can never drift from the truth.
-//! - [`server`], [`client`], [`upstream`], [`kernel`]: the tools the probes use: a guard
-//!   around a server process, a deliberately low-level HTTP client, a tiny upstream
-//!   server for `/upstream/`, and a look at the kernel's socket queues.
+//! - [`server`], [`client`], [`upstream`], [`kernel`], [`resources`]: the tools the probes
+//!   use: a guard around a server process, a deliberately low-level HTTP client, a tiny
+//!   upstream server for `/upstream/`, a look at the kernel's socket queues, and at what a
+//!   server process uses (CPU time, memory, descriptors).
 //!
 //! Two front ends share all of this: `cargo test` (tests/suite.rs: one test per probe
 //! and chapter) and the runner in `src/main.rs`, which can also check a server the suite
@@ -29,6 +30,7 @@ pub mod harness;
 pub mod kernel;
 pub mod manifest;
 pub mod probes;
+pub mod resources;
 pub mod server;
 pub mod site;
 pub mod upstream;

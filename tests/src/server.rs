@@ -38,6 +38,9 @@ pub struct Options {
     /// and [`Server::dropped_flags`] says so. That a chapter lacks the flag is then part
     /// of what the probe observes, not a reason to give up.
     pub if_supported: Vec<(&'static str, String)>,
+    /// Start the server with at most this many open file descriptors (`ulimit -n`), so a
+    /// probe can run it out of them with a few hundred connections instead of thousands.
+    pub fd_limit: Option<u32>,
 }
 
 impl Options {
@@ -46,6 +49,7 @@ impl Options {
             && self.upstream.is_none()
             && self.fs_delay_ms.is_none()
             && self.if_supported.is_empty()
+            && self.fd_limit.is_none()
     }
 }
 
@@ -98,7 +102,22 @@ impl Server {
         options: &Options,
         with_optional_flags: bool,
     ) -> Result<Server, Refused> {
-        let mut command = Command::new(binary);
+        let mut command = match options.fd_limit {
+            None => Command::new(binary),
+            Some(limit) => {
+                // std can only lower a child's limit with `unsafe` code run between fork
+                // and exec; the shell's `ulimit` does the same, safely. `exec` then turns
+                // the shell into the server: the same process, so the pid we know (and
+                // kill, and read /proc of) is the server's. "$0" "$@" are the binary and
+                // its arguments, passed through untouched by the shell's quoting.
+                let mut command = Command::new("sh");
+                command
+                    .arg("-c")
+                    .arg(format!("ulimit -n {limit} && exec \"$0\" \"$@\""))
+                    .arg(binary);
+                command
+            }
+        };
         command.args(["--host", "127.0.0.1", "--port", "0"]);
         if let Some(root) = &options.root {
             command.arg("--root").arg(root);
@@ -205,6 +224,16 @@ impl Server {
     /// Did the suite start this server (so it may signal it, restart it, ...)?
     pub fn is_ours(&self) -> bool {
         self.child.is_some()
+    }
+
+    /// The process id of a server we started (for `/proc/PID/`, see [`crate::resources`]).
+    /// `None` for someone else's server, and once ours has been reaped: its pid may then
+    /// already belong to another process.
+    pub fn pid(&self) -> Option<u32> {
+        match (&self.child, self.exit) {
+            (Some(child), None) => Some(child.id()),
+            _ => None,
+        }
     }
 
     /// Sends a signal by name (`TERM`, `INT`) with kill(1): std can only send SIGKILL,

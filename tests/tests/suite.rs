@@ -40,12 +40,13 @@ suite! {
         command_line, index_page, hello, sleep_route, stats_route, head_requests, not_found,
         method_not_allowed, unknown_method, echo, echo_needs_length, echo_too_large, files,
         big_file_intact, path_traversal, upstream_relay, upstream_errors, upstream_timeout,
-        bare_lf, obs_fold, space_before_colon, host_header, content_length_rules,
-        length_and_chunked, head_limits, garbage, trickled_request, body_split_across_writes,
+        conformance_corpus, trickled_request, body_split_across_writes,
         client_resets_mid_response, clients_that_vanish, serves_after_abuse,
-        idle_client, half_sent_request, slow_reader, keep_alive, pipelining,
-        graceful_shutdown, sleep_elsewhere, slow_upstream, header_timeout,
-        keep_alive_timeout, slow_disk,
+        half_close, file_removed_mid_response, stray_signals, descriptor_exhaustion,
+        pipelined_without_reading,
+        idle_client, half_sent_request, ten_thousand_idle, slow_reader, keep_alive,
+        pipelining, graceful_shutdown, sleep_elsewhere, slow_upstream, header_timeout,
+        keep_alive_timeout, slowloris, slow_disk,
     ]
 }
 

@@ -232,6 +232,11 @@ fn parse_request_line(line: &[u8]) -> Result<(&str, &str, Version), ParseError> 
     let version = match version {
         b"HTTP/1.1" => Version::Http11,
         b"HTTP/1.0" => Version::Http10,
+        // A later 1.x is read as 1.1 (RFC 9110 section 2.5: same major version, so the
+        // same message syntax); another major version is one we don't speak.
+        [b'H', b'T', b'T', b'P', b'/', b'1', b'.', minor] if minor.is_ascii_digit() => {
+            Version::Http11
+        }
         [b'H', b'T', b'T', b'P', b'/', major, b'.', minor]
             if major.is_ascii_digit() && minor.is_ascii_digit() =>
         {
@@ -269,6 +274,12 @@ fn parse_header(line: &[u8], facts: &mut HeaderFacts) -> Result<(), ParseError> 
     }
 
     if name.eq_ignore_ascii_case(b"host") {
+        // `Host: name[:port]` (RFC 9112 section 3.2: anything else is a 400). A space, a
+        // slash or an `@` in it would be a way to confuse whoever routes by this header.
+        let host_char = |b: &u8| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:%[]".contains(b);
+        if !value.iter().all(host_char) {
+            return Err(invalid(400, "malformed Host header"));
+        }
         facts.hosts += 1;
     } else if name.eq_ignore_ascii_case(b"content-length") {
         if value.is_empty() || !value.iter().all(u8::is_ascii_digit) {
@@ -400,6 +411,10 @@ mod tests {
         assert_eq!(status(b"GET / HTTP/1.1\r\nHost: x\r\n folded\r\n\r\n"), 400);
         assert_eq!(status(b"GET /  HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
         assert_eq!(status(b"GET / HTTP/2.0\r\n\r\n"), 505);
+        assert_eq!(status(b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n"), 400);
+        assert_eq!(status(b"GET / HTTP/1.1\r\nHost: a/b\r\n\r\n"), 400);
+        let (request, _) = complete(b"GET / HTTP/1.2\r\nHost: [::1]:80\r\n\r\n");
+        assert_eq!(request.version, Version::Http11);
         assert_eq!(status(b"\x16\x03\x01\x02\x00\x01"), 400); // a TLS ClientHello
         let cl =
             |value: &str| format!("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {value}\r\n\r\n");

@@ -26,7 +26,7 @@ fn sending(client: &mut Client, request: &[u8], what: &str) -> Result<(), Stop> 
 }
 
 /// " (it has no --header-timeout flag)" when the chapter rejected the flags we tried.
-fn dropped_note(server: &Server) -> String {
+pub(super) fn dropped_note(server: &Server) -> String {
     if server.dropped_flags.is_empty() {
         String::new()
     } else {
@@ -87,7 +87,12 @@ pub fn half_sent_request(target: &Target) -> Probed {
 }
 
 /// Reads the rest of a big file response and checks it is intact.
-fn drain(client: &mut Client, site: &Site, already: usize, what: &str) -> Result<(), Stop> {
+pub(super) fn drain(
+    client: &mut Client,
+    site: &Site,
+    already: usize,
+    what: &str,
+) -> Result<(), Stop> {
     let rest = client
         .read_body(site.big.len() - already, Instant::now() + 4 * PATIENCE)
         .map_err(|error| broken(format!("{what}: {error}")))?;
@@ -102,7 +107,7 @@ fn drain(client: &mut Client, site: &Site, already: usize, what: &str) -> Result
 
 /// Starts a GET /files/big.bin and reads its head and the first bytes of its body, so
 /// the response is known to be in flight. Returns the client and how much body it read.
-fn start_big_download(server: &Server, site: &Site) -> Result<(Client, usize), Stop> {
+pub(super) fn start_big_download(server: &Server, site: &Site) -> Result<(Client, usize), Stop> {
     let what = "GET /files/big.bin";
     let mut client = connect(server)?;
     sending(&mut client, &get("/files/big.bin"), what)?;

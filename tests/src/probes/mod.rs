@@ -20,6 +20,9 @@
 
 mod bad_input;
 mod concurrency;
+mod corpus;
+mod faults;
+mod floods;
 mod routes;
 
 use std::net::SocketAddr;
@@ -30,7 +33,7 @@ use crate::chapters::Chapter;
 use crate::client::{show, Client, Ending, ReadError, Response};
 use crate::manifest::Capability::{
     Basics, GracefulShutdown, IdleClient, KeepAlive, SleepAndUpstream, SlowDisk, SlowReader,
-    Timeouts,
+    Slowloris, Timeouts,
 };
 use crate::manifest::{self, Capability, Expect};
 use crate::server::{Options, Server};
@@ -89,22 +92,22 @@ pub const PROBES: &[Probe] = &[
     probe("upstream_errors", Basics, routes::upstream_errors),
     probe("upstream_timeout", Basics, routes::upstream_timeout),
     // Bad input, odd clients.
-    probe("bare_lf", Basics, bad_input::bare_lf),
-    probe("obs_fold", Basics, bad_input::obs_fold),
-    probe("space_before_colon", Basics, bad_input::space_before_colon),
-    probe("host_header", Basics, bad_input::host_header),
-    probe("content_length_rules", Basics, bad_input::content_length_rules),
-    probe("length_and_chunked", Basics, bad_input::length_and_chunked),
-    probe("head_limits", Basics, bad_input::head_limits),
-    probe("garbage", Basics, bad_input::garbage),
+    probe("conformance_corpus", Basics, corpus::conformance_corpus),
     probe("trickled_request", Basics, bad_input::trickled_request),
     probe("body_split_across_writes", Basics, bad_input::body_split_across_writes),
     probe("client_resets_mid_response", Basics, bad_input::client_resets_mid_response),
     probe("clients_that_vanish", Basics, bad_input::clients_that_vanish),
     probe("serves_after_abuse", Basics, bad_input::serves_after_abuse),
+    // Faults and floods: the contract's promise under attack.
+    probe("half_close", Basics, faults::half_close),
+    probe("file_removed_mid_response", Basics, faults::file_removed_mid_response),
+    probe("stray_signals", Basics, faults::stray_signals),
+    probe("descriptor_exhaustion", Basics, floods::descriptor_exhaustion),
+    probe("pipelined_without_reading", Basics, floods::pipelined_without_reading),
     // One row each of the capability table.
     probe("idle_client", IdleClient, concurrency::idle_client),
     probe("half_sent_request", IdleClient, concurrency::half_sent_request),
+    probe("ten_thousand_idle", IdleClient, floods::ten_thousand_idle),
     probe("slow_reader", SlowReader, concurrency::slow_reader),
     probe("keep_alive", KeepAlive, concurrency::keep_alive),
     probe("pipelining", KeepAlive, concurrency::pipelining),
@@ -113,6 +116,7 @@ pub const PROBES: &[Probe] = &[
     probe("slow_upstream", SleepAndUpstream, concurrency::slow_upstream),
     probe("header_timeout", Timeouts, concurrency::header_timeout),
     probe("keep_alive_timeout", Timeouts, concurrency::keep_alive_timeout),
+    probe("slowloris", Slowloris, floods::slowloris),
     probe("slow_disk", SlowDisk, concurrency::slow_disk),
 ];
 // ANCHOR_END: probes

@@ -1,0 +1,287 @@
+//! Faults: things that go wrong around one connection, which must cost that connection at
+//! most, never the server.
+//!
+//! | fault | where it is checked |
+//! |---|---|
+//! | a client resets mid-response | `client_resets_mid_response` (bad_input.rs) |
+//! | a client half-closes after its request | [`half_close`]: it is still answered |
+//! | the file being served is removed | [`file_removed_mid_response`] |
+//! | signals that stop, continue or are ignored | [`stray_signals`] |
+//! | SIGTERM while `poll` waits (EINTR) | `graceful_shutdown` (concurrency.rs), chapters 3 on |
+//! | a callback that panics | not from outside, as no route panics: see below |
+//!
+//! About EINTR: only a signal with a *handler* interrupts a waiting system call. Chapters
+//! 1 and 2 install none, so no signal can make their `accept`, `read` or `poll` fail with
+//! EINTR: a signal either kills them (SIGTERM, SIGINT) or does nothing to the call
+//! (ignored ones like SIGWINCH; SIGSTOP and SIGCONT, after which the kernel restarts the
+//! call itself). [`stray_signals`] sends those, mid-wait, to every chapter. Chapters 3 on
+//! handle SIGINT and SIGTERM, and `graceful_shutdown` sends both while the loop sits in
+//! `poll`: the call returns EINTR, and the loop must turn again and shut down.
+//!
+//! About panics: a callback that panics (chapters 3 on) would be a bug in the server, and
+//! no request can make one happen on purpose, so there is nothing to send. The event loop
+//! catches the panic and closes only that callback's connection; each chapter's unit test
+//! `a_panicking_callback_costs_only_its_own_registration` (in its `event_loop.rs`) checks
+//! that. The manifest says so under the first row of the capability table.
+
+use std::fs;
+use std::net::Shutdown;
+use std::time::Instant;
+
+use super::concurrency::{drain, start_big_download};
+use super::{
+    broken, check, connect, exchange, expect_status, get, make_site, needs_own_server, post,
+    receive, still_serves, Outcome, Probed, Stop, Target, PATIENCE,
+};
+use crate::client::{show, Ending, ReadError};
+use crate::kernel;
+use crate::server::{Options, Server};
+use crate::site::{self, first_difference};
+
+/// Sends `request`, shuts the sending side (a "half-close": the client says it will send
+/// nothing more, and waits for the answer), and expects `answers` in order, then the end
+/// of the connection. A chapter without keep-alive answers only the first, saying
+/// `Connection: close`; that ends the list early.
+fn ask_and_half_close(
+    server: &Server,
+    request: &[u8],
+    answers: &[&[u8]],
+    what: &str,
+) -> Result<(), Stop> {
+    let mut client = connect(server)?;
+    client
+        .send(request)
+        .map_err(|error| broken(format!("{what}: sending failed: {error}")))?;
+    client
+        .stream()
+        .shutdown(Shutdown::Write)
+        .map_err(|error| broken(format!("{what}: cannot half-close: {error}")))?;
+    // A big file takes a moment to read; the deadline only ends a wait that has failed.
+    let deadline = Instant::now() + 4 * PATIENCE;
+    for (index, body) in answers.iter().enumerate() {
+        let what = format!("{what}, answer {} of {}", index + 1, answers.len());
+        let response = client
+            .read_response(deadline, false)
+            .map_err(|error| broken(format!("{what}: {error}{}", server.stderr_note())))?;
+        expect_status(&response, &[200], &what)?;
+        if let Some(at) = first_difference(body, &response.body) {
+            return Err(broken(format!(
+                "{what}: the body differs from byte {at} on ({} of {} bytes came)",
+                response.body.len(),
+                body.len()
+            )));
+        }
+        if response.says_close() {
+            break;
+        }
+    }
+    // Everything is answered and the client has said it is done: the server must close,
+    // or the connection would stay open for nobody.
+    match client.wait_for_close(Instant::now() + PATIENCE) {
+        Ending::Closed => Ok(()),
+        Ending::StillOpen => Err(broken(format!(
+            "{what}: after the answers, the connection was still open {} s later",
+            PATIENCE.as_secs()
+        ))),
+        Ending::MoreBytes(bytes) => Err(broken(format!(
+            "{what}: after the answers came more bytes: {}",
+            show(&bytes)
+        ))),
+    }
+}
+
+// ANCHOR: half_close
+/// A client that shuts its sending side right after its request (`shutdown(SHUT_WR)`,
+/// what `nc -N` and some HTTP/1.0 clients do) has not left: it waits for its answer. End of
+/// file on a read means "no more requests", not "nobody is listening".
+///
+/// Only answers that are ready at once are checked. A request that waits for an effect
+/// (`/sleep`, `/upstream/`) is another matter from chapter 4 on: there a half-close ends
+/// the wait and the connection, by design (see `after_event` in chapter 4's
+/// `connection.rs`), because the loop cannot tell a client that half-closed from one that
+/// left.
+pub fn half_close(target: &Target) -> Probed {
+    needs_own_server(target)?;
+    // Bigger than the socket buffers start out, so the answer is still being written
+    // long after the end of file arrived.
+    let site = make_site(4 << 20)?;
+    let mut server = target.start(Options {
+        root: Some(site.root.clone()),
+        ..Options::default()
+    })?;
+    let hello: &[u8] = b"Hello, world!\n";
+    ask_and_half_close(
+        &server,
+        &get("/hello"),
+        &[hello],
+        "GET /hello, then a half-close",
+    )?;
+    // The end of file arrives right behind a body the server is still reading.
+    let body = site::pattern(256 * 1024);
+    ask_and_half_close(
+        &server,
+        &post("/echo", &body),
+        &[&body],
+        "POST /echo with 256 KiB, then a half-close",
+    )?;
+    ask_and_half_close(
+        &server,
+        &get("/files/big.bin"),
+        &[&site.big],
+        "GET /files/big.bin (4 MiB), then a half-close",
+    )?;
+    // Two pipelined requests, then the end of file: a keep-alive chapter answers both.
+    let mut two = get("/hello");
+    two.extend(post("/echo", b"second"));
+    ask_and_half_close(
+        &server,
+        &two,
+        &[hello, b"second"],
+        "two pipelined requests, then a half-close",
+    )?;
+    still_serves(&mut server, "clients that half-closed")?;
+    Ok(Outcome::Works)
+}
+// ANCHOR_END: half_close
+
+// ANCHOR: file_removed
+/// The file being sent is removed, and another takes its name, while a slow client is
+/// still reading it. The client must get the original, byte for byte, or a clean early
+/// close; never a mixture, never the newcomer's bytes. The server must not notice more
+/// than that: the next request for the name gets the new file.
+pub fn file_removed_mid_response(target: &Target) -> Probed {
+    needs_own_server(target)?;
+    let site = make_site(site::stuck_response_size())?;
+    let mut server = target.start(Options {
+        root: Some(site.root.clone()),
+        ..Options::default()
+    })?;
+    // The response is in flight, and bigger than the kernel can buffer: the server is
+    // still sending (or still reading the file) while we do this.
+    let (mut client, mut already) = start_big_download(&server, &site)?;
+    let path = site.root.join("big.bin");
+    fs::remove_file(&path).map_err(|error| broken(format!("cannot remove big.bin: {error}")))?;
+    let replacement = b"a new file under the old name\n";
+    fs::write(&path, replacement)
+        .map_err(|error| broken(format!("cannot write the new big.bin: {error}")))?;
+
+    let what = "GET /files/big.bin, removed and replaced while it was sent";
+    let deadline = Instant::now() + 4 * PATIENCE;
+    while already < site.big.len() {
+        match client.read_some(site.big.len() - already, deadline) {
+            Ok(bytes) => {
+                let expected = &site.big[already..already + bytes.len()];
+                if let Some(at) = first_difference(expected, &bytes) {
+                    return Err(broken(format!(
+                        "{what}: the body differs from the original from byte {} on",
+                        already + at
+                    )));
+                }
+                already += bytes.len();
+            }
+            // A clean close before the end: the client can tell from Content-Length that
+            // it did not get the whole file. Allowed; a server that streams from disk
+            // might have to.
+            Err(ReadError::Closed { .. } | ReadError::Reset { .. }) => break,
+            Err(error) => return Err(broken(format!("{what}: {error}"))),
+        }
+    }
+    drop(client);
+
+    let response = exchange(&server, &get("/files/big.bin"))?;
+    expect_status(
+        &response,
+        &[200],
+        "GET /files/big.bin after it was replaced",
+    )?;
+    check!(
+        response.body == replacement,
+        "GET /files/big.bin after it was replaced: got {} bytes that are not the new file",
+        response.body.len()
+    );
+    fs::remove_file(&path).map_err(|error| broken(format!("cannot remove big.bin: {error}")))?;
+    let response = exchange(&server, &get("/files/big.bin"))?;
+    expect_status(&response, &[404], "GET /files/big.bin after it was removed")?;
+    still_serves(&mut server, "a file removed while it was being sent")?;
+    Ok(Outcome::Works)
+}
+// ANCHOR_END: file_removed
+
+/// Signals that do not end a process: ignored by default (WINCH, CHLD, URG; PIPE, which
+/// Rust programs ignore), and a stop and continue (STOP, then CONT).
+const STRAY: [&str; 6] = ["WINCH", "CHLD", "URG", "PIPE", "STOP", "CONT"];
+
+fn pester(server: &mut Server, moment: &str) -> Result<(), Stop> {
+    for name in STRAY {
+        server.signal(name).map_err(broken)?;
+    }
+    if let Some(status) = server.exit_status() {
+        return Err(broken(format!(
+            "SIGWINCH, SIGCHLD, SIGURG, SIGPIPE, SIGSTOP and SIGCONT {moment} ended the \
+             process ({status}){}",
+            server.stderr_note()
+        )));
+    }
+    Ok(())
+}
+
+// ANCHOR: stray_signals
+/// Signals arriving while the server waits, at each place it can wait: for a client, in
+/// the middle of a request's effect (`/sleep`), for the rest of a request head, and for
+/// room to write a big response. None of them may lose the request in flight.
+pub fn stray_signals(target: &Target) -> Probed {
+    needs_own_server(target)?;
+    let site = make_site(site::stuck_response_size())?;
+    let mut server = target.start(Options {
+        root: Some(site.root.clone()),
+        ..Options::default()
+    })?;
+
+    // Waiting for a client (in accept or poll).
+    pester(&mut server, "while it waited for clients")?;
+    still_serves(&mut server, "signals while it waited for clients")?;
+
+    // In the middle of an effect.
+    let what = "GET /sleep?ms=300, pestered with signals while it slept";
+    let mut client = connect(&server)?;
+    client
+        .send(&get("/sleep?ms=300"))
+        .map_err(|error| broken(format!("{what}: {error}")))?;
+    kernel::wait_until_read(client.stream(), PATIENCE);
+    pester(&mut server, "during a /sleep")?;
+    let response = receive(&mut client, &server, false, what)?;
+    expect_status(&response, &[200], what)?;
+    check!(
+        response.body == b"slept 300 ms\n",
+        "{what}: body {:?}",
+        response.text()
+    );
+
+    // Waiting for the rest of a request head.
+    let what = "a request head, pestered with signals half-way";
+    let mut client = connect(&server)?;
+    client
+        .send(b"GET /hello HTTP/1.1\r\nHo")
+        .map_err(|error| broken(format!("{what}: {error}")))?;
+    kernel::wait_until_read(client.stream(), PATIENCE);
+    pester(&mut server, "half-way through a request head")?;
+    client
+        .send(b"st: suite\r\n\r\n")
+        .map_err(|error| broken(format!("{what}: {error}")))?;
+    let response = receive(&mut client, &server, false, what)?;
+    expect_status(&response, &[200], what)?;
+
+    // Waiting for room to write.
+    let (mut client, already) = start_big_download(&server, &site)?;
+    pester(&mut server, "while it waited to write a big response")?;
+    drain(
+        &mut client,
+        &site,
+        already,
+        "a big response, pestered with signals while it was sent",
+    )?;
+    drop(client);
+    still_serves(&mut server, "stray signals")?;
+    Ok(Outcome::Works)
+}
+// ANCHOR_END: stray_signals

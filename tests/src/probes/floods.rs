@@ -1,0 +1,614 @@
+//! Floods: many clients at once, or one greedy client. The contract's promise under
+//! attack: bad or greedy clients cost the server bounded work and bounded memory, and a
+//! normal client is still served (at the latest once the attackers leave).
+//!
+//! - [`descriptor_exhaustion`]: more connections than the server has file descriptors.
+//!   `accept` fails with EMFILE while the listener stays readable, so a loop that keeps
+//!   asking spins at 100% CPU; we measure the server's CPU time to see that it does not.
+//! - [`slowloris`]: hundreds of clients that send a request head one byte a second and
+//!   never finish it. Only a header timeout (chapter 4 on) frees their descriptors.
+//! - [`pipelined_without_reading`]: one client that sends requests as fast as it can and
+//!   never reads an answer. The server must push back instead of buffering the answers.
+//! - [`ten_thousand_idle`]: 10,000 connections that say nothing: do they fit, in how much
+//!   memory, and is everyone else still served?
+//!
+//! These need to watch the server process itself (CPU time, memory, descriptors, via
+//! [`crate::resources`]), so they start their own servers and skip for someone else's.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use super::concurrency::dropped_note;
+use super::{
+    broken, check, connect, exchange, expect_status, finish_hello, get, hello_meanwhile,
+    needs_own_server, seconds, still_serves, Meanwhile, Outcome, Probed, Stop, Target, PATIENCE,
+    PROMPTLY,
+};
+use crate::client::ReadError;
+use crate::manifest::{self, Capability, Expect};
+use crate::resources::{self, mebibytes};
+use crate::server::{Options, Server};
+
+/// A measurement the probe cannot do without `/proc` (Linux) is skipped, not failed.
+fn measured<T>(value: Option<T>) -> Result<T, Stop> {
+    value.ok_or(Stop::Skipped(
+        "needs Linux's /proc to watch the server process",
+    ))
+}
+
+fn pid(server: &Server) -> Result<u32, Stop> {
+    measured(server.pid())
+}
+
+/// Does this chapter take in every client that comes (non-blocking, chapter 2 on), or
+/// one at a time (chapter 1)? A flood looks different to each: only the first kind can
+/// run out of descriptors.
+fn takes_everyone(server: &Server) -> bool {
+    manifest::expectation(Capability::IdleClient, server.chapter) == Expect::Yes
+}
+
+/// Waits until the server holds at least `count` open descriptors. Returns the most it
+/// was seen to hold.
+fn wait_for_descriptors(pid: u32, count: usize, timeout: Duration) -> Result<usize, Stop> {
+    let deadline = Instant::now() + timeout;
+    let mut most = 0;
+    loop {
+        let open = measured(resources::open_descriptors(pid))?;
+        most = most.max(open);
+        if open >= count || Instant::now() >= deadline {
+            return Ok(most);
+        }
+        // The kernel cannot tell us when a descriptor opens; we look again shortly.
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The server's file descriptor limit during [`descriptor_exhaustion`].
+const FLOOD_FD_LIMIT: u32 = 64;
+/// How many connections flood it: well over the limit.
+const FLOOD_CLIENTS: usize = 200;
+/// How long we watch the CPU clock of a flooded server, and the most it may use in that
+/// time. A server that spins uses all of it; one that waits, next to nothing.
+const CPU_WINDOW: Duration = Duration::from_secs(1);
+const MAX_CPU_WHILE_FLOODED: Duration = Duration::from_millis(300);
+/// How many more descriptors than at rest a server may keep after a flood has left.
+const LAZY_DESCRIPTORS: usize = 4;
+
+// ANCHOR: descriptor_exhaustion
+/// EMFILE: more clients than descriptors. The server must neither spin nor stay stuck:
+/// while flooded it uses almost no CPU, and once the flood leaves, a normal client is
+/// served and every descriptor is given back.
+///
+/// Chapter 1 takes one client at a time, so it never runs out: the flood waits in the
+/// kernel's backlog while it sits on the first connection. The probe holds it to the same
+/// promise (no spinning, serves again afterwards), which it keeps in its own way.
+pub fn descriptor_exhaustion(target: &Target) -> Probed {
+    needs_own_server(target)?;
+    let mut server = target.start(Options {
+        fd_limit: Some(FLOOD_FD_LIMIT),
+        ..Options::default()
+    })?;
+    let pid = pid(&server)?;
+    let at_rest = measured(resources::open_descriptors(pid))?;
+
+    let mut flood = Vec::with_capacity(FLOOD_CLIENTS);
+    for _ in 0..FLOOD_CLIENTS {
+        flood.push(connect(&server)?);
+    }
+    let limit = FLOOD_FD_LIMIT as usize;
+    if takes_everyone(&server) {
+        let most = wait_for_descriptors(pid, limit, PATIENCE)?;
+        check!(
+            most >= limit,
+            "with {FLOOD_CLIENTS} clients connected, the server held at most {most} of its \
+             {limit} descriptors: it stopped accepting before it ran out"
+        );
+    }
+
+    // Out of descriptors now: `accept` fails with EMFILE, and the listener stays readable
+    // because the rest of the flood is still waiting. Watch the CPU clock for a while.
+    let before = measured(resources::cpu_time(pid))?;
+    let started = Instant::now();
+    thread::sleep(CPU_WINDOW); // the measurement window, not a wait for something
+    let used = measured(resources::cpu_time(pid))?.saturating_sub(before);
+    check!(
+        used <= MAX_CPU_WHILE_FLOODED,
+        "flooded with {FLOOD_CLIENTS} connections at a limit of {limit} descriptors, the \
+         server used {} of CPU in {}: a busy loop (is it polling a listener it cannot accept \
+         from?)",
+        seconds(used),
+        seconds(started.elapsed())
+    );
+
+    // Shown with `cargo test -p suite descriptor_exhaustion -- --nocapture`.
+    println!(
+        "{}: flooded with {FLOOD_CLIENTS} connections at a limit of {limit} descriptors: {} \
+         of CPU in {}",
+        server.chapter.name,
+        seconds(used),
+        seconds(started.elapsed())
+    );
+    drop(flood);
+    still_serves(
+        &mut server,
+        "a flood of connections that ran it out of descriptors",
+    )?;
+    // Every connection is gone, so every descriptor must come back. A few may stay: a
+    // chapter may open one lazily, on its first request (a thread pool's waker, say),
+    // while a leak of the flood's connections would be dozens.
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let open = measured(resources::open_descriptors(pid))?;
+        if open <= at_rest + LAZY_DESCRIPTORS {
+            return Ok(Outcome::Works);
+        }
+        if Instant::now() >= deadline {
+            return Err(broken(format!(
+                "{} s after the flood left, the server still has {open} descriptors open, \
+                 {at_rest} at rest: a leak",
+                PATIENCE.as_secs()
+            )));
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+// ANCHOR_END: descriptor_exhaustion
+
+/// The attackers, and the server's descriptors during [`slowloris`]: more attackers
+/// than descriptors, so without a timeout they take them all.
+const SLOWLORIS_CLIENTS: usize = 300;
+const SLOWLORIS_FD_LIMIT: u32 = 256;
+/// `--header-timeout` for the chapters that have it: 1 s.
+const SLOWLORIS_HEADER_TIMEOUT: &str = "1";
+/// How long the normal client may wait for its answer: the header timeout, then time to
+/// close the attackers' connections and accept the queue behind them.
+const SLOWLORIS_PATIENCE: Duration = Duration::from_secs(5);
+
+// ANCHOR: slowloris
+/// Slowloris: 300 clients each send a request head one byte a second, never finish it,
+/// and reconnect whenever the server gets rid of them. The server is started with 256
+/// descriptors. A normal `GET /hello` must be answered all the same: in chapter 4 on, the
+/// header timeout answers each attacker 408 and frees its descriptor. Without one, the
+/// attackers hold every descriptor for as long as they like, and the normal client waits
+/// in the kernel's backlog until they leave.
+pub fn slowloris(target: &Target) -> Probed {
+    needs_own_server(target)?;
+    let server = target.start(Options {
+        fd_limit: Some(SLOWLORIS_FD_LIMIT),
+        if_supported: vec![("--header-timeout", SLOWLORIS_HEADER_TIMEOUT.into())],
+        ..Options::default()
+    })?;
+    let pid = pid(&server)?;
+    let attack = Slowloris::start(server.address, SLOWLORIS_CLIENTS);
+    check!(
+        attack.wait_until_connected(SLOWLORIS_CLIENTS, Instant::now() + PATIENCE),
+        "could not connect {SLOWLORIS_CLIENTS} slowloris clients within {} s",
+        PATIENCE.as_secs()
+    );
+    let limit = SLOWLORIS_FD_LIMIT as usize;
+    if takes_everyone(&server) {
+        // The attack proves something only if it ran the server out of descriptors.
+        let most = wait_for_descriptors(pid, limit, PATIENCE)?;
+        check!(
+            most >= limit,
+            "{SLOWLORIS_CLIENTS} slowloris clients took at most {most} of the server's \
+             {limit} descriptors: the attack never filled them"
+        );
+    }
+
+    let mut client = connect(&server)?;
+    client
+        .send(&get("/hello"))
+        .map_err(|error| broken(format!("sending GET /hello: {error}")))?;
+    let sent = Instant::now();
+    match client.read_response(sent + SLOWLORIS_PATIENCE, false) {
+        Ok(response) => {
+            let waited = sent.elapsed();
+            expect_status(&response, &[200], "GET /hello during a slowloris attack")?;
+            let tally = attack.stop();
+            // Shown with `cargo test -p suite slowloris -- --nocapture`.
+            println!(
+                "{}: GET /hello answered after {} during a slowloris attack ({} attacker \
+                 connections, {} answered (408) and {} closed by the server)",
+                server.chapter.name,
+                seconds(waited),
+                tally.connections,
+                tally.answered,
+                tally.closed
+            );
+            Ok(Outcome::Works)
+        }
+        Err(ReadError::TimedOut { .. }) => {
+            let tally = attack.stop();
+            let left = Instant::now();
+            finish_hello(&server, client, sent)?;
+            Ok(Outcome::Lacks(format!(
+                "GET /hello got no answer within {} while {SLOWLORIS_CLIENTS} clients sent \
+                 request heads a byte a second ({} connections, {} of them answered or \
+                 closed by the server){}; it was answered {} after they left",
+                seconds(SLOWLORIS_PATIENCE),
+                tally.connections,
+                tally.answered + tally.closed,
+                dropped_note(&server),
+                seconds(left.elapsed())
+            )))
+        }
+        Err(error) => Err(broken(format!(
+            "GET /hello during a slowloris attack: {error}{}",
+            server.stderr_note()
+        ))),
+    }
+}
+// ANCHOR_END: slowloris
+
+/// What the attack saw.
+#[derive(Debug, Default)]
+struct Tally {
+    /// Connections made (the first of each attacker, and every reconnect).
+    connections: usize,
+    /// The server answered (with a 408, say) before the head was done.
+    answered: usize,
+    /// The server closed or reset the connection without an answer.
+    closed: usize,
+}
+
+/// A slowloris attack running on a thread of its own, stopped (and every connection
+/// closed) when this is dropped or [`Slowloris::stop`]ped.
+struct Slowloris {
+    /// Dropping it tells the thread to stop.
+    stop: Option<Sender<()>>,
+    thread: Option<JoinHandle<Tally>>,
+    /// How many connections the attack has made so far.
+    connected: Arc<AtomicUsize>,
+}
+
+/// How often the attack thread looks at its connections, and how often each sends a byte.
+const TICK: Duration = Duration::from_millis(100);
+const BYTE_EVERY: Duration = Duration::from_secs(1);
+/// How each attacker's head begins; a byte of `X-Slow`'s value follows every second.
+const HEAD_START: &[u8] = b"GET /hello HTTP/1.1\r\nHost: suite\r\nX-Slow: ";
+
+impl Slowloris {
+    fn start(address: SocketAddr, clients: usize) -> Slowloris {
+        let (stop, stopped) = mpsc::channel();
+        let connected = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&connected);
+        let thread = thread::spawn(move || trickle(address, clients, &stopped, &counter));
+        Slowloris {
+            stop: Some(stop),
+            thread: Some(thread),
+            connected,
+        }
+    }
+
+    /// Waits until the attack has made `count` connections, or `deadline` passes.
+    fn wait_until_connected(&self, count: usize, deadline: Instant) -> bool {
+        loop {
+            if self.connected.load(Ordering::Relaxed) >= count {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Ends the attack: every attacker's connection is closed when this returns.
+    fn stop(mut self) -> Tally {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> Tally {
+        drop(self.stop.take());
+        self.thread
+            .take()
+            .and_then(|thread| thread.join().ok())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Slowloris {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// The attack thread: one non-blocking connection per attacker, looked at every tick.
+fn trickle(
+    address: SocketAddr,
+    clients: usize,
+    stopped: &Receiver<()>,
+    connected: &AtomicUsize,
+) -> Tally {
+    let mut tally = Tally::default();
+    let mut attackers: Vec<Option<Attacker>> = (0..clients).map(|_| None).collect();
+    loop {
+        let now = Instant::now();
+        for slot in &mut attackers {
+            if slot.is_none() {
+                *slot = Attacker::connect(address, now);
+                if slot.is_some() {
+                    tally.connections += 1;
+                    connected.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            let Some(attacker) = slot else { continue };
+            match attacker.poke(now) {
+                Poke::Waiting => {}
+                Poke::Answered => {
+                    tally.answered += 1;
+                    *slot = None; // reconnect on the next tick
+                }
+                Poke::Closed => {
+                    tally.closed += 1;
+                    *slot = None;
+                }
+            }
+        }
+        match stopped.recv_timeout(TICK) {
+            Err(RecvTimeoutError::Timeout) => {}
+            // Told to stop (or the handle is gone): dropping `attackers` closes them all.
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => return tally,
+        }
+    }
+}
+
+struct Attacker {
+    stream: TcpStream,
+    next_byte: Instant,
+}
+
+enum Poke {
+    Waiting,
+    Answered,
+    Closed,
+}
+
+impl Attacker {
+    fn connect(address: SocketAddr, now: Instant) -> Option<Attacker> {
+        let stream = TcpStream::connect_timeout(&address, Duration::from_secs(1)).ok()?;
+        stream.set_nodelay(true).ok()?;
+        stream.set_nonblocking(true).ok()?;
+        // A fresh socket's buffer takes these few bytes whole.
+        (&stream).write_all(HEAD_START).ok()?;
+        Some(Attacker {
+            stream,
+            next_byte: now + BYTE_EVERY,
+        })
+    }
+
+    /// Has the server answered or closed? If not, and it is time, one more byte.
+    fn poke(&mut self, now: Instant) -> Poke {
+        let mut answer = [0u8; 512];
+        match (&self.stream).read(&mut answer) {
+            Ok(0) => return Poke::Closed,
+            Ok(_) => return Poke::Answered,
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                ) => {}
+            Err(_) => return Poke::Closed,
+        }
+        if now >= self.next_byte {
+            match (&self.stream).write(b"a") {
+                Ok(_) => self.next_byte = now + BYTE_EVERY,
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => return Poke::Closed,
+            }
+        }
+        Poke::Waiting
+    }
+}
+
+/// How much a client pipelines without reading, and how much more memory that may cost
+/// the server at its peak.
+const PIPELINE_BYTES: usize = 20 << 20;
+const PIPELINE_GROWTH_BOUND: u64 = 10 << 20;
+/// A write that makes no progress for this long means the server pushed back.
+const PUSHED_BACK_AFTER: Duration = Duration::from_millis(500);
+
+// ANCHOR: pipelined_without_reading
+/// One client sends `GET /hello` after `GET /hello`, 20 MiB of them, and never reads an
+/// answer. Each answer is four times the size of its request, so a server that read
+/// every request and kept every answer would grow by 80 MiB. It must push back instead:
+/// stop reading while answers pile up, so that TCP makes the client wait. (Chapters 1 and
+/// 2 answer one request and close, which bounds it too.)
+pub fn pipelined_without_reading(target: &Target) -> Probed {
+    needs_own_server(target)?;
+    let mut server = target.server()?;
+    let pid = pid(&server)?;
+    expect_status(&exchange(&server, &get("/hello"))?, &[200], "GET /hello")?;
+    let at_rest = measured(resources::memory(pid))?;
+
+    let client = connect(&server)?;
+    let request = get("/hello");
+    let requests = request.repeat((64 * 1024) / request.len());
+    let stream = client.stream();
+    stream
+        .set_write_timeout(Some(PUSHED_BACK_AFTER))
+        .map_err(|error| broken(format!("cannot set a write timeout: {error}")))?;
+    let mut sent = 0;
+    let mut ending = "the server took all of it";
+    'sending: while sent < PIPELINE_BYTES {
+        let mut offset = 0;
+        while offset < requests.len() {
+            match (&*stream).write(&requests[offset..]) {
+                Ok(0) => {
+                    ending = "the server closed the connection";
+                    break 'sending;
+                }
+                Ok(count) => {
+                    offset += count;
+                    sent += count;
+                }
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error)
+                    if matches!(
+                        error.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    ending = "the server pushed back";
+                    break 'sending;
+                }
+                Err(_) => {
+                    ending = "the server closed the connection";
+                    break 'sending;
+                }
+            }
+        }
+    }
+    let loaded = measured(resources::memory(pid))?;
+    let growth = loaded.peak.saturating_sub(at_rest.resident);
+    check!(
+        growth < PIPELINE_GROWTH_BOUND,
+        "a client pipelined {} of requests without reading ({ending}), and the server's \
+         memory grew by {} at its peak ({} at rest): answers buffered without limit?",
+        mebibytes(sent as u64),
+        mebibytes(growth),
+        mebibytes(at_rest.resident)
+    );
+    // Shown with `cargo test -p suite pipelined -- --nocapture`: the measurement itself.
+    println!(
+        "{}: pipelined {} without reading ({ending}); peak memory {} over {} at rest",
+        server.chapter.name,
+        mebibytes(sent as u64),
+        mebibytes(growth),
+        mebibytes(at_rest.resident)
+    );
+    drop(client);
+    still_serves(&mut server, "a client that pipelined without reading")?;
+    Ok(Outcome::Works)
+}
+// ANCHOR_END: pipelined_without_reading
+
+/// How many idle connections [`ten_thousand_idle`] opens, and the most memory the server
+/// may then use in all.
+const IDLE_CLIENTS: usize = 10_000;
+const IDLE_MEMORY_BOUND: u64 = 64 << 20;
+/// How many the probe opens before it checks that others are still served: enough for a
+/// one-at-a-time chapter to show, few enough to find out quickly.
+const IDLE_FIRST: usize = 100;
+
+/// This process needs 10,000 descriptors for [`ten_thousand_idle`], and the usual limit
+/// is 20,000: two at once would not fit beside the other tests. So they take turns.
+static TEN_THOUSAND: Mutex<()> = Mutex::new(());
+
+// ANCHOR: ten_thousand_idle
+/// 10,000 clients connect and say nothing. The server must hold them all (at a few
+/// hundred bytes each, not kilobytes: 64 MiB for all of them is generous) and still
+/// answer a `GET /hello` at once. Chapter 1 holds one connection at a time: with the
+/// first hundred connected it is stuck already.
+pub fn ten_thousand_idle(target: &Target) -> Probed {
+    needs_own_server(target)?;
+    if resources::own_descriptor_limit().is_some_and(|limit| limit < 2 * IDLE_CLIENTS as u64) {
+        return Err(Stop::Skipped(
+            "needs `ulimit -n` of 20000: 10,000 connections, and the other tests' own",
+        ));
+    }
+    let _turn = TEN_THOUSAND.lock().unwrap_or_else(PoisonError::into_inner);
+    // No timeouts while we count: chapter 4 would close the idle clients after 10 s.
+    let server = target.start(Options {
+        if_supported: vec![
+            ("--header-timeout", "60".into()),
+            ("--keep-alive-timeout", "60".into()),
+        ],
+        ..Options::default()
+    })?;
+    let pid = pid(&server)?;
+    // Counted before any client has connected: a closed connection's descriptor may
+    // linger in the server for a moment after the client has gone.
+    let at_rest = measured(resources::open_descriptors(pid))?;
+    // Memory after one request, so that what the first request allocates counts as rest.
+    expect_status(&exchange(&server, &get("/hello"))?, &[200], "GET /hello")?;
+    let at_rest_memory = measured(resources::memory(pid))?;
+
+    let mut idle = Vec::with_capacity(IDLE_CLIENTS);
+    let open_idle = |idle: &mut Vec<TcpStream>| -> Result<(), Stop> {
+        let stream = TcpStream::connect_timeout(&server.address, Duration::from_secs(2)).map_err(
+            |error| {
+                broken(format!(
+                    "connecting idle client number {}: {error}",
+                    idle.len() + 1
+                ))
+            },
+        )?;
+        idle.push(stream);
+        Ok(())
+    };
+    for _ in 0..IDLE_FIRST {
+        open_idle(&mut idle)?;
+    }
+    if let Meanwhile::Waiting { client, sent } = hello_meanwhile(&server)? {
+        let left = Instant::now();
+        drop(idle);
+        finish_hello(&server, client, sent)?;
+        return Ok(Outcome::Lacks(format!(
+            "with {IDLE_FIRST} idle clients connected, GET /hello got no answer within {}; \
+             it was answered {} after they left",
+            seconds(PROMPTLY),
+            seconds(left.elapsed())
+        )));
+    }
+    while idle.len() < IDLE_CLIENTS {
+        let batch = (IDLE_CLIENTS - idle.len()).min(1000);
+        for _ in 0..batch {
+            open_idle(&mut idle)?;
+        }
+        // Let the server take them in before the next thousand: the kernel queues only
+        // 1024 connections the server has not accepted yet.
+        let wanted = at_rest + idle.len();
+        let most = wait_for_descriptors(pid, wanted, PATIENCE)?;
+        check!(
+            most >= wanted,
+            "with {} idle clients connected, the server held only {} descriptors ({at_rest} \
+             at rest): it stopped accepting",
+            idle.len(),
+            most
+        );
+    }
+
+    let stats = exchange(&server, &get("/stats"))?;
+    let open = stats.text().lines().find_map(|line| {
+        line.strip_prefix("connections_open ")
+            .and_then(|count| count.trim().parse::<usize>().ok())
+    });
+    check!(
+        open.is_some_and(|open| open >= IDLE_CLIENTS),
+        "with {IDLE_CLIENTS} idle clients connected, /stats says connections_open {open:?}"
+    );
+    if let Meanwhile::Waiting { .. } = hello_meanwhile(&server)? {
+        return Err(broken(format!(
+            "with {IDLE_CLIENTS} idle clients connected, GET /hello got no answer within {}",
+            seconds(PROMPTLY)
+        )));
+    }
+    let loaded = measured(resources::memory(pid))?;
+    let per_connection =
+        loaded.resident.saturating_sub(at_rest_memory.resident) / IDLE_CLIENTS as u64;
+    check!(
+        loaded.resident < IDLE_MEMORY_BOUND,
+        "with {IDLE_CLIENTS} idle clients connected, the server uses {} ({} at rest, about \
+         {per_connection} bytes per connection); the bound is {}",
+        mebibytes(loaded.resident),
+        mebibytes(at_rest_memory.resident),
+        mebibytes(IDLE_MEMORY_BOUND)
+    );
+    // Shown with `cargo test -p suite ten_thousand -- --nocapture`: the measurement.
+    println!(
+        "{}: {IDLE_CLIENTS} idle connections: {} resident ({} at rest, about \
+         {per_connection} bytes per connection)",
+        server.chapter.name,
+        mebibytes(loaded.resident),
+        mebibytes(at_rest_memory.resident)
+    );
+    Ok(Outcome::Works)
+}
+// ANCHOR_END: ten_thousand_idle
