@@ -95,11 +95,11 @@ fn ask_and_half_close(
 /// what `nc -N` and some HTTP/1.0 clients do) has not left: it waits for its answer. End of
 /// file on a read means "no more requests", not "nobody is listening".
 ///
-/// Only answers that are ready at once are checked. A request that waits for an effect
-/// (`/sleep`, `/upstream/`) is another matter from chapter 4 on: there a half-close ends
-/// the wait and the connection, by design (see `after_event` in chapter 4's
-/// `connection.rs`), because the loop cannot tell a client that half-closed from one that
-/// left.
+/// Checked with answers that are ready at once and with a file (which chapter 6 reads on
+/// its thread pool, and still answers). A request that waits for `/sleep` or `/upstream/`
+/// is another matter from chapter 4 on: there a half-close ends the wait and the
+/// connection, by design (see `after_event` in chapter 4's `connection.rs`), because the
+/// loop cannot tell a client that half-closed from one that left.
 pub fn half_close(target: &Target) -> Probed {
     needs_own_server(target)?;
     // Bigger than the socket buffers start out, so the answer is still being written
