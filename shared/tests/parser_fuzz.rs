@@ -110,6 +110,7 @@ fn outcome(bytes: &[u8]) -> String {
     }
 }
 
+// ANCHOR: split_agreement
 fn check(bytes: &[u8]) {
     let whole = outcome(bytes);
     for split in 0..bytes.len() {
@@ -121,6 +122,7 @@ fn check(bytes: &[u8]) {
         );
     }
 }
+// ANCHOR_END: split_agreement
 
 #[test]
 fn parser_survives_random_input_and_agrees_across_splits() {

@@ -43,6 +43,7 @@ use crate::event_loop::{EventLoop, Handler, Interest, Token};
 use crate::timers::TimerId;
 use crate::{Answer, Effect, Reply, Server, Timer};
 
+// ANCHOR: limits
 /// How much a lingering connection may send us before we stop being polite and close.
 const MAX_DISCARD: usize = 1024 * 1024;
 
@@ -59,6 +60,7 @@ const MAX_QUEUED_INPUT: usize = 64 * 1024;
 /// A buffer that grew beyond this (a big file, a big upload) is given back once empty, so
 /// that an idle keep-alive connection does not sit on megabytes. Below it, it is reused.
 const KEEP_CAPACITY: usize = 64 * 1024;
+// ANCHOR_END: limits
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {

@@ -92,6 +92,7 @@ pub fn client_resets_mid_response(target: &Target) -> Probed {
     Ok(Outcome::Works)
 }
 
+// ANCHOR: reset_mid_response
 fn reset_mid_response(server: &Server, times: usize) -> Result<(), super::Stop> {
     let body = site::pattern(1024 * 1024);
     for _ in 0..times {
@@ -111,6 +112,7 @@ fn reset_mid_response(server: &Server, times: usize) -> Result<(), super::Stop> 
     }
     Ok(())
 }
+// ANCHOR_END: reset_mid_response
 
 /// Clients that connect and leave at every stage of a request.
 pub fn clients_that_vanish(target: &Target) -> Probed {

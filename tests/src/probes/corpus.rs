@@ -30,12 +30,14 @@ use super::{
 use crate::client::{show, ReadError};
 use crate::server::Server;
 
+// ANCHOR: behind
 /// Sent right behind every refused request, in the same write. It must never be answered.
 pub const SMUGGLED: &[u8] = b"GET /hello?smuggled HTTP/1.1\r\nHost: suite\r\n\r\n";
 
 /// Sent right behind every answered request. Its echo must be the next answer.
 const FOLLOW_UP: &[u8] =
     b"POST /echo HTTP/1.1\r\nHost: suite\r\nContent-Length: 9\r\nConnection: close\r\n\r\nfollow-up";
+// ANCHOR_END: behind
 
 /// What a row of the corpus must get.
 #[derive(Clone, Copy, Debug)]
@@ -178,6 +180,7 @@ pub fn corpus() -> Vec<Case> {
         served("§6.3: a GET's body is skipped, not read as a request", "GET /hello HTTP/1.1\r\nHost: suite\r\nContent-Length: 9\r\n\r\nGET /nope", HELLO),
         served("§6.3: a body that looks like a request is only a body", post("/echo", SMUGGLED), SMUGGLED),
 
+        // ANCHOR: smuggling
         // Transfer-Encoding (§6.1, §6.3): any framing doubt means 400 and close.
         refused("§6.3: Content-Length and Transfer-Encoding (CL.TE)", "POST /echo HTTP/1.1\r\nHost: suite\r\nContent-Length: 6\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nG", &[400]),
         refused("§6.3: Transfer-Encoding and Content-Length (TE.CL)", "POST /echo HTTP/1.1\r\nHost: suite\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n8\r\nSMUGGLED\r\n0\r\n\r\n", &[400]),
@@ -189,6 +192,7 @@ pub fn corpus() -> Vec<Case> {
         refused("§5.1: Transfer-Encoding with a space before the colon", echo_with("Transfer-Encoding : chunked\r\nContent-Length: 5\r\n"), &[400]),
         refused("§5.2: Transfer-Encoding hidden in an obs-fold", echo_with("Content-Length: 5\r\nTransfer-Encoding:\r\n chunked\r\n"), &[400]),
         case("§7.1: a chunked body may be refused (501) or must be decoded", "POST /echo HTTP/1.1\r\nHost: suite\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", RefusedOrServed(&[501], b"hello")),
+        // ANCHOR_END: smuggling
 
         // The contract's limits: 8 KiB of head, 100 headers.
         served("contract: 100 header lines are allowed", hello_with(&numbered_headers(99)), HELLO),

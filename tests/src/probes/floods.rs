@@ -110,6 +110,7 @@ pub fn descriptor_exhaustion(target: &Target) -> Probed {
         );
     }
 
+    // ANCHOR: cpu_window
     // Out of descriptors now: `accept` fails with EMFILE, and the listener stays readable
     // because the rest of the flood is still waiting. Watch the CPU clock for a while.
     let before = measured(resources::cpu_time(pid))?;
@@ -124,6 +125,7 @@ pub fn descriptor_exhaustion(target: &Target) -> Probed {
         seconds(used),
         seconds(started.elapsed())
     );
+    // ANCHOR_END: cpu_window
 
     // Shown with `cargo test -p suite descriptor_exhaustion -- --nocapture`.
     println!(
@@ -383,6 +385,7 @@ impl Attacker {
         })
     }
 
+    // ANCHOR: poke
     /// Has the server answered or closed? If not, and it is time, one more byte.
     fn poke(&mut self, now: Instant) -> Poke {
         let mut answer = [0u8; 512];
@@ -405,6 +408,7 @@ impl Attacker {
         }
         Poke::Waiting
     }
+    // ANCHOR_END: poke
 }
 
 /// How much a client pipelines without reading, and how much more memory that may cost
