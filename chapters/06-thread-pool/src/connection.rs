@@ -143,6 +143,7 @@ impl Connection {
             && self.pending_output() == 0
     }
 
+    // ANCHOR: reading_a_file
     /// New in chapter 6: the request in line waits for a file from the thread pool.
     fn reading_a_file(&self) -> bool {
         matches!(
@@ -153,6 +154,7 @@ impl Connection {
             })
         )
     }
+    // ANCHOR_END: reading_a_file
 
     fn pending_output(&self) -> usize {
         self.out.len() - self.written

@@ -193,11 +193,13 @@ fn main() {
     let listener = listener::listen(&config, true);
 
     let mut event_loop = EventLoop::new();
+    // ANCHOR: start_the_pool
     // New in chapter 6: the workers. From now on a signal may be delivered to one of them
     // rather than to the loop's thread; the self-pipe does not mind which thread writes
     // its byte, and the loop wakes for the byte all the same.
     let filesystem = Filesystem::new(config.workers, config.queue_limit, event_loop.ready())
         .unwrap_or_else(|error| fail("start the thread pool", error));
+    // ANCHOR_END: start_the_pool
     let mut server = Server {
         config,
         filesystem,
@@ -242,6 +244,7 @@ fn main() {
         .unwrap_or_else(|error| fail("register the thread pool's waker", error));
     // ANCHOR_END: waker_registration
 
+    // ANCHOR: run_and_stop
     // Runs until the signal callback calls `stop`...
     if let Err(error) = event_loop.run(&mut server) {
         fail("poll", error);
@@ -252,6 +255,7 @@ fn main() {
     // ...then stops the thread pool: jobs not started yet are skipped, running ones
     // finish, and the workers are joined (see `Filesystem::shutdown`).
     server.filesystem.shutdown();
+    // ANCHOR_END: run_and_stop
     // ANCHOR_END: wiring
 }
 

@@ -40,6 +40,7 @@ use shared::trace;
 
 use crate::waker::Waker;
 
+// ANCHOR: job_types
 /// What a worker runs: any closure that can move to another thread and returns an `R`.
 type Job<R> = Box<dyn FnOnce() -> R + Send>;
 
@@ -67,6 +68,7 @@ pub struct JobPanicked {
     /// The panic message, when it was a string (it nearly always is).
     pub message: String,
 }
+// ANCHOR_END: job_types
 
 impl fmt::Display for JobPanicked {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -96,6 +98,7 @@ impl fmt::Display for SubmitError {
 
 impl std::error::Error for SubmitError {}
 
+// ANCHOR: pool_state
 /// The jobs waiting for a worker, behind one lock with the flags that go with them.
 struct JobQueue<R> {
     jobs: VecDeque<(JobId, Job<R>)>,
@@ -129,6 +132,7 @@ pub struct ThreadPool<R> {
     worker_count: usize,
     queue_limit: usize,
 }
+// ANCHOR_END: pool_state
 
 /// Locks a mutex, even if a thread panicked while holding it. Our jobs never run under a
 /// lock and the pool's own code under its locks cannot panic, so a poisoned lock would
@@ -253,6 +257,7 @@ impl<R> ThreadPool<R> {
         self.shared.running.load(Ordering::SeqCst)
     }
 
+    // ANCHOR: pool_shutdown
     /// Stops taking jobs, lets the workers finish every job already queued, and waits for
     /// them to exit. Their completions stay behind for one last `drain_completions`.
     /// Calling it again does nothing. Blocks for as long as the queued jobs take.
@@ -269,6 +274,7 @@ impl<R> ThreadPool<R> {
             }
         }
     }
+    // ANCHOR_END: pool_shutdown
 }
 
 /// Dropping the pool shuts it down the same way: queued jobs still run, threads are joined.
