@@ -125,15 +125,21 @@ pub fn response(relative: &Path, contents: io::Result<Vec<u8>>) -> Response {
             body: Body::Owned(bytes),
             ..Response::text(200, "")
         },
-        Err(error) => match error.kind() {
-            io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied => {
-                Response::error(404, "no such file")
-            }
-            _ if error.raw_os_error() == Some(21) || error.raw_os_error() == Some(20) => {
-                Response::error(404, "no such file") // EISDIR, ENOTDIR
-            }
-            _ => Response::error(500, "could not read the file"),
-        },
+        Err(error) => error_response(&error),
+    }
+}
+
+/// The answer when opening or reading a file failed: 404 if there is no such (regular,
+/// readable) file, 500 for anything else.
+pub fn error_response(error: &io::Error) -> Response {
+    match error.kind() {
+        io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied => {
+            Response::error(404, "no such file")
+        }
+        _ if error.raw_os_error() == Some(21) || error.raw_os_error() == Some(20) => {
+            Response::error(404, "no such file") // EISDIR, ENOTDIR
+        }
+        _ => Response::error(500, "could not read the file"),
     }
 }
 

@@ -418,7 +418,7 @@ impl fmt::Display for Direction {
     }
 }
 
-/// `ch03_event_loop::connection::Connection` -> `Connection`, for `--trace`.
+/// `chNN_name::connection::Connection` -> `Connection`, for `--trace`.
 fn short_type_name<H>() -> &'static str {
     let full = any::type_name::<H>();
     full.rsplit("::").next().unwrap_or(full)

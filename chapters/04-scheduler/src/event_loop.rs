@@ -587,7 +587,7 @@ impl<T> fmt::Display for Callback<T> {
     }
 }
 
-/// `ch03_event_loop::connection::Connection` -> `Connection`, for `--trace`.
+/// `chNN_name::connection::Connection` -> `Connection`, for `--trace`.
 fn short_type_name<H>() -> &'static str {
     let full = any::type_name::<H>();
     full.rsplit("::").next().unwrap_or(full)

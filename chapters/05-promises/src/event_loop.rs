@@ -136,7 +136,7 @@ pub struct Event {
 /// registration.
 pub trait SharedState: Sized {
     /// What a timer hands back when it fires. The server uses an enum that says what the
-    /// timer is for (`SleepDone`, `Deadline`, ...; see `main.rs`). `Debug`, so that
+    /// timer is for (`Deadline`, `Answer`, ...; see `main.rs`). `Debug`, so that
     /// `--trace` can name a timer as it fires; `Clone`, because a periodic timer hands out
     /// a copy on every beat.
     type Timer: fmt::Debug + Clone;
@@ -742,7 +742,7 @@ impl<T> fmt::Display for Callback<T> {
     }
 }
 
-/// `ch03_event_loop::connection::Connection` -> `Connection`, for `--trace`.
+/// `chNN_name::connection::Connection` -> `Connection`, for `--trace`.
 fn short_type_name<H>() -> &'static str {
     let full = any::type_name::<H>();
     full.rsplit("::").next().unwrap_or(full)

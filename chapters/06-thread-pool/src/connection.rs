@@ -628,8 +628,8 @@ impl Handler<Server> for Connection {
     }
 
     // ANCHOR: on_timer
-    /// New in chapter 4: one of this connection's timers fired (or its idle callback is
-    /// up). The timer says what for.
+    /// One of this connection's timers fired, its idle callback is up, or (new in chapter
+    /// 5) a settled promise posted it a message through the outbox. The `Timer` says what.
     fn on_timer(
         &mut self,
         event_loop: &mut EventLoop<Server>,

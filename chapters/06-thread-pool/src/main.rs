@@ -49,7 +49,6 @@ use std::fmt;
 use std::io;
 use std::net::TcpListener;
 use std::os::fd::AsRawFd;
-use std::path::Path;
 use std::process::exit;
 use std::time::{Duration, Instant};
 
@@ -173,9 +172,8 @@ impl From<FileError> for Response {
                 Response::error(500, "reading the file failed")
             }
             // ANCHOR_END: panicked
-            // No such file, not a file, unreadable: the answers `files::response` has
-            // always given. (Its path only picks the `Content-Type` of a 200.)
-            FileError::Io(error) => files::response(Path::new(""), Err(error)),
+            // No such file, not a file, unreadable: the answers the blocking chapters give.
+            FileError::Io(error) => files::error_response(&error),
         }
     }
 }

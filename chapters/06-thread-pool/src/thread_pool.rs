@@ -555,8 +555,11 @@ mod tests {
     #[test]
     fn no_completion_is_lost_when_completions_race_the_drain() {
         // Many tiny jobs and a small queue: the "loop" below submits until it is refused,
-        // then drains, so drains constantly overlap workers pushing completions. A single
-        // lost wake-up would leave `collect` blocked in poll until the deadline.
+        // then drains, so drains constantly overlap workers pushing completions. Every
+        // completion must come back exactly once. What this stress test cannot prove alone
+        // is the reset-then-take order in `drain_completions`: while many jobs are in
+        // flight, a later wake-up rescues one that an earlier drain lost, so only a loss at
+        // the very end would hang here. (The book's first exercise widens that window.)
         const JOBS: u64 = 10_000;
         let pool = ThreadPool::new(4, 64).expect("pool");
         let mut seen = vec![false; JOBS as usize];

@@ -16,8 +16,9 @@
 //!
 //! The queue does not store closures that would need to capture the server (they could not:
 //! the server is borrowed mutably while they run). It stores a *payload* of any type `T`,
-//! and the loop decides what a payload means. Chapter 4 uses a small enum (`SleepDone(token)`,
-//! `HeaderTimeout(token)`, ...); a `Box<dyn FnOnce(&mut Server)>` would work just as well.
+//! and the loop decides what a payload means. The server uses a small enum (`RefreshDate`,
+//! `Deadline`, ...: see `Timer` in `main.rs`); a `Box<dyn FnOnce(&mut Server)>` would work
+//! just as well.
 //!
 //! Time is always passed in as `now: Instant` rather than read inside, so the tests below
 //! can use a fake clock and never sleep.
