@@ -16,9 +16,11 @@ use std::fmt::Write;
 use crate::report::{now_utc, Run, Summary};
 
 const WIDTH: f64 = 880.0;
-const HEIGHT: f64 = 720.0;
+const HEIGHT: f64 = 740.0;
 const LEFT: f64 = 90.0;
 const RIGHT: f64 = WIDTH - 30.0;
+/// A white outline under a label, so it stays readable where it crosses a line or a bar.
+const HALO: &str = " stroke=\"#ffffff\" stroke-width=\"3\" paint-order=\"stroke\"";
 
 /// Colour-blind-safe colours (Okabe and Ito), one per chapter; nginx in dark grey.
 fn color(server: &str) -> &'static str {
@@ -67,24 +69,32 @@ pub fn svg(run: &Run) -> String {
         escape(run.generator.split(',').next().unwrap_or(""))
     );
     legend(out, run);
-    bars(out, run, 110.0, 330.0);
-    lines(out, run, 450.0, 660.0);
+    bars(out, run, 130.0, 350.0);
+    lines(out, run, 470.0, 680.0);
     let _ = writeln!(out, "</svg>");
     svg
 }
 
+/// One coloured square and name per server, wrapping onto a second row when needed.
 fn legend(out: &mut String, run: &Run) {
-    let mut x = LEFT;
+    let (mut x, mut y) = (LEFT, 60.0);
     for server in &run.servers {
+        // About 7 px per character at 13 px: enough to know where the next entry starts.
+        let width = 30.0 + 7.0 * server.len() as f64;
+        if x + width > RIGHT {
+            x = LEFT;
+            y += 20.0;
+        }
         let _ = writeln!(
             out,
-            "<rect x=\"{x}\" y=\"60\" width=\"12\" height=\"12\" fill=\"{}\"/>\
-             <text x=\"{}\" y=\"71\">{}</text>",
+            "<rect x=\"{x}\" y=\"{y}\" width=\"12\" height=\"12\" fill=\"{}\"/>\
+             <text x=\"{}\" y=\"{}\">{}</text>",
             color(server),
             x + 17.0,
+            y + 11.0,
             escape(server)
         );
-        x += 30.0 + 7.5 * server.len() as f64;
+        x += width;
     }
 }
 
@@ -133,6 +143,8 @@ fn bars(out: &mut String, run: &Run, top: f64, bottom: f64) {
     // The bars take the left part of each group; the right end is kept free for the
     // label of nginx's line, so that it never sits on top of a bar's own label.
     let bar_width = (group_width * 0.62 / chapters.len().max(1) as f64).min(70.0);
+    // Narrow bars (many chapters) get smaller labels, so neighbours' numbers do not touch.
+    let label_size = if bar_width < 50.0 { 10 } else { 12 };
     for (group_index, result) in groups.iter().enumerate() {
         let group_left = LEFT + group_width * group_index as f64;
         let first_bar = group_left + group_width * 0.05;
@@ -149,7 +161,7 @@ fn bars(out: &mut String, run: &Run, top: f64, bottom: f64) {
                         "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{height:.1}\" \
                          fill=\"{}\"><title>{}: {:.0} requests/s</title></rect>\
                          <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" \
-                         font-size=\"12\">{}</text>",
+                         font-size=\"{label_size}\"{HALO}>{}</text>",
                         x + 3.0,
                         y(median.requests_per_s),
                         bar_width - 6.0,
@@ -182,7 +194,7 @@ fn bars(out: &mut String, run: &Run, top: f64, bottom: f64) {
                     "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{line_y:.1}\" y2=\"{line_y:.1}\" \
                      stroke=\"{}\" stroke-width=\"2\" stroke-dasharray=\"6 4\"/>\
                      <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" font-size=\"12\" \
-                     fill=\"{}\">nginx {}</text>",
+                     fill=\"{}\"{HALO}>nginx {}</text>",
                     group_left + group_width * 0.03,
                     group_left + group_width * 0.97,
                     color("nginx"),
@@ -217,9 +229,11 @@ fn lines(out: &mut String, run: &Run, top: f64, bottom: f64) {
         .collect();
     let _ = writeln!(
         out,
-        "<text x=\"{LEFT}\" y=\"{}\" font-size=\"15\" font-weight=\"bold\">/hello p99 latency \
-         for one client while idle connections are open (lower is better, log scale)</text>",
-        top - 32.0
+        "<text x=\"{LEFT}\" y=\"{}\" font-size=\"15\" font-weight=\"bold\">/hello latency \
+         for one client while idle connections are open (lower is better)</text>\
+         <text x=\"{LEFT}\" y=\"{}\" fill=\"#555555\">p99 thick, p50 thin; log scale</text>",
+        top - 40.0,
+        top - 23.0
     );
     if sweep.is_empty() {
         return;
@@ -227,7 +241,8 @@ fn lines(out: &mut String, run: &Run, top: f64, bottom: f64) {
     let values: Vec<f64> = sweep
         .iter()
         .flat_map(|r| r.cells.iter().filter_map(Summary::measured))
-        .map(|load| load.p99_us.max(1.0))
+        .flat_map(|load| [load.p50_us, load.p99_us])
+        .filter(|us| *us > 0.0) // zero: not measured
         .collect();
     let low = values.iter().copied().fold(f64::INFINITY, f64::min);
     let high = values.iter().copied().fold(1.0, f64::max);
@@ -288,45 +303,53 @@ fn lines(out: &mut String, run: &Run, top: f64, bottom: f64) {
         } else {
             ""
         };
-        let mut previous: Option<(f64, f64)> = None;
-        for (slot, result) in sweep.iter().enumerate() {
-            match &result.cells[index] {
-                Summary::Measured { median, .. } => {
-                    let point = (x(slot), y(median.p99_us));
+        // Two series per server: p99, thick (the headline), and p50, thin (the typical
+        // request: less disturbed by whatever else the machine was doing).
+        for (percentile, width, radius) in [("p50", 1.2, 2.5), ("p99", 2.5, 4.0)] {
+            let mut previous: Option<(f64, f64)> = None;
+            for (slot, result) in sweep.iter().enumerate() {
+                let us = match &result.cells[index] {
+                    Summary::Measured { median, .. } if percentile == "p50" => median.p50_us,
+                    Summary::Measured { median, .. } => median.p99_us,
+                    Summary::Blocked(_) | Summary::Failed(_) => 0.0,
+                };
+                if us > 0.0 {
+                    let point = (x(slot), y(us));
                     if let Some((px, py)) = previous {
                         let _ = writeln!(
                             out,
                             "<line x1=\"{px:.1}\" y1=\"{py:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" \
-                             stroke=\"{colour}\" stroke-width=\"2.5\"{dash}/>",
+                             stroke=\"{colour}\" stroke-width=\"{width}\"{dash}/>",
                             point.0, point.1
                         );
                     }
                     let _ = writeln!(
                         out,
-                        "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4\" fill=\"{colour}\">\
-                         <title>{}, {} idle: p99 {}</title></circle>",
+                        "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"{radius}\" fill=\"{colour}\">\
+                         <title>{}, {} idle: {percentile} {}</title></circle>",
                         point.0,
                         point.1,
                         escape(server),
                         result.scenario.idle,
-                        crate::report::latency_text(median.p99_us)
+                        crate::report::latency_text(us)
                     );
                     previous = Some(point);
-                }
-                Summary::Blocked(_) | Summary::Failed(_) => {
-                    // A cross on the "blocked" row; nudged sideways so crosses of different
-                    // servers do not hide each other.
-                    let cx = x(slot) + (index as f64 - 1.0) * 7.0;
-                    let _ = writeln!(
-                        out,
-                        "<path d=\"M{:.1},{:.1} l8,8 m0,-8 l-8,8\" stroke=\"{colour}\" \
-                         stroke-width=\"2.5\"><title>{}, {} idle: blocked</title></path>",
-                        cx - 4.0,
-                        blocked_row - 4.0,
-                        escape(server),
-                        result.scenario.idle
-                    );
+                } else {
                     previous = None;
+                    if percentile == "p99" && result.cells[index].measured().is_none() {
+                        // A cross on the "blocked" row; nudged sideways so that the
+                        // crosses of different servers do not hide each other.
+                        let cx = x(slot) + (index as f64 - 1.0) * 7.0;
+                        let _ = writeln!(
+                            out,
+                            "<path d=\"M{:.1},{:.1} l8,8 m0,-8 l-8,8\" stroke=\"{colour}\" \
+                             stroke-width=\"2.5\"><title>{}, {} idle: blocked</title></path>",
+                            cx - 4.0,
+                            blocked_row - 4.0,
+                            escape(server),
+                            result.scenario.idle
+                        );
+                    }
                 }
             }
         }

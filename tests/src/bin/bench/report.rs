@@ -42,7 +42,7 @@ pub struct ScenarioResult {
 #[derive(Clone, Debug)]
 pub enum Summary {
     Measured {
-        /// The round with the median requests/s.
+        /// Each number's median over the rounds (errors: their sum).
         median: LoadResult,
         /// The highest peak memory of any round.
         peak_rss_kib: Option<u64>,
@@ -75,7 +75,7 @@ pub fn summarize(rounds: &[Vec<Outcome>], nginx: Option<usize>) -> Vec<Summary> 
     rounds
         .iter()
         .map(|outcomes| {
-            let mut measured: Vec<(&LoadResult, Option<u64>)> = outcomes
+            let measured: Vec<(&LoadResult, Option<u64>)> = outcomes
                 .iter()
                 .filter_map(|outcome| match outcome {
                     Outcome::Measured { load, peak_rss_kib } => Some((load, *peak_rss_kib)),
@@ -91,11 +91,26 @@ pub fn summarize(rounds: &[Vec<Outcome>], nginx: Option<usize>) -> Vec<Summary> 
                 };
             }
             let peak_rss_kib = measured.iter().filter_map(|(_, rss)| *rss).max();
-            measured.sort_by(|a, b| a.0.requests_per_s.total_cmp(&b.0.requests_per_s));
-            let median = measured[measured.len() / 2].0.clone();
+            // Each number is its own median over the rounds; errors are added up, so that
+            // an error in any round shows.
+            let loads: Vec<&LoadResult> = measured.iter().map(|(load, _)| *load).collect();
+            let details: Vec<&str> = loads
+                .iter()
+                .map(|load| load.detail.as_str())
+                .filter(|detail| !detail.is_empty())
+                .collect();
+            let median = LoadResult {
+                requests: median_of(loads.iter().map(|load| load.requests as f64)) as u64,
+                requests_per_s: median_of(loads.iter().map(|load| load.requests_per_s)),
+                // A latency of zero means "not measured" (see `latency_or_dash`).
+                p50_us: median_of(loads.iter().map(|load| load.p50_us).filter(|us| *us > 0.0)),
+                p99_us: median_of(loads.iter().map(|load| load.p99_us).filter(|us| *us > 0.0)),
+                errors: loads.iter().map(|load| load.errors).sum(),
+                detail: details.join("; "),
+            };
             // Ratios per round, against nginx in the same round: the machine's speed
             // drifts, but within a round both ran on the same machine, one after the other.
-            let mut ratios: Vec<f64> = nginx
+            let ratios: Vec<f64> = nginx
                 .map(|nginx| {
                     outcomes
                         .iter()
@@ -105,8 +120,7 @@ pub fn summarize(rounds: &[Vec<Outcome>], nginx: Option<usize>) -> Vec<Summary> 
                         .collect()
                 })
                 .unwrap_or_default();
-            ratios.sort_by(f64::total_cmp);
-            let vs_nginx = (!ratios.is_empty()).then(|| ratios[ratios.len() / 2]);
+            let vs_nginx = (!ratios.is_empty()).then(|| median_of(ratios.into_iter()));
             let misses = outcomes.len() - measured.len();
             let missed = (misses > 0).then(|| {
                 let why = outcomes.iter().find_map(|outcome| match outcome {
@@ -129,6 +143,17 @@ pub fn summarize(rounds: &[Vec<Outcome>], nginx: Option<usize>) -> Vec<Summary> 
         .collect()
 }
 // ANCHOR_END: summarize
+
+/// The middle value; with an even count, the mean of the two middle ones.
+fn median_of(values: impl Iterator<Item = f64>) -> f64 {
+    let mut values: Vec<f64> = values.collect();
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
 
 /// The Markdown page. It has no top-level title: the book's appendix page provides one and
 /// includes this file below it.
@@ -161,8 +186,9 @@ pub fn markdown(run: &Run) -> String {
         out,
         "| method | every scenario: {} round{} of {} s per server, a fresh server each \
          time, servers taking turns within a round, so a drift in the machine's speed \
-         touches all alike. The table shows the median round; *vs nginx* is the median \
-         of the per-round ratios; peak RSS is the server's `VmHWM`. Loopback only. |",
+         touches all alike. Each number is the median over the rounds (errors: the sum); \
+         *vs nginx* is the median of the per-round ratios; peak RSS is the server's \
+         `VmHWM`, the highest of the rounds. Loopback only. |",
         run.rounds,
         if run.rounds == 1 { "" } else { "s" },
         run.seconds,
@@ -236,7 +262,7 @@ pub fn markdown(run: &Run) -> String {
     if !idle.is_empty() {
         let _ = writeln!(
             out,
-            "\n### Idle connections: `/hello` p99 latency (and requests/s) for one client\n"
+            "\n### Idle connections: `/hello` latency for one client, p50 / p99 (requests/s)\n"
         );
         let mut header = "| server |".to_string();
         let mut rule = "|---|".to_string();
@@ -253,7 +279,8 @@ pub fn markdown(run: &Run) -> String {
             for result in &idle {
                 let cell = match &result.cells[index] {
                     Summary::Measured { median, .. } => format!(
-                        " {} ({}/s) |",
+                        " {} / {} ({}/s) |",
+                        latency_or_dash(median.p50_us),
                         latency_or_dash(median.p99_us),
                         rate_text(median.requests_per_s)
                     ),
@@ -554,6 +581,13 @@ mod tests {
         // Ratios 0.1, 0.3, 0.4: the median is 0.3.
         assert_eq!(*vs_nginx, Some(0.3));
         assert!(missed.is_none());
+    }
+
+    #[test]
+    fn an_even_number_of_rounds_takes_the_middle_two() {
+        assert_eq!(median_of([4.0, 1.0].into_iter()), 2.5);
+        assert_eq!(median_of([3.0, 1.0, 2.0].into_iter()), 2.0);
+        assert_eq!(median_of(std::iter::empty()), 0.0);
     }
 
     #[test]

@@ -70,8 +70,9 @@ pub const SCENARIOS: [Scenario; 9] = [
         title: "/hello, 50 connections, 16 pipelined",
         note: "Each connection sends 16 requests before reading. A server without pipelining \
                answers the first and closes; the other 15 are lost (not counted as answers). \
-               wrk times the whole batch of 16, so it times nothing for a server that closes \
-               after the first answer (shown as –).",
+               wrk times whole batches of 16, so it times nothing for a server that closes \
+               after the first answer, and its pipelined p99 is sometimes a bogus 0: both \
+               shown as –.",
         path: HELLO,
         connections: 50,
         pipeline: 16,
