@@ -39,7 +39,7 @@ pub fn format(time: SystemTime) -> String {
 /// Days since 1970-01-01 to (year, month 1-12, day 1-31) in the Gregorian calendar.
 /// Howard Hinnant's well-known algorithm: shift the year to start in March so the leap
 /// day falls at its end, then count 400-year eras.
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
+pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let day_of_era = z.rem_euclid(146_097);
