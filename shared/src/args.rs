@@ -165,18 +165,19 @@ fn parse_seconds(text: &str) -> Option<Duration> {
 
 /// The `--help` text.
 pub fn usage(chapter: &str, extras: &[Extra]) -> String {
+    let pad = " ".repeat(chapter.len() + 7);
     let mut text = format!(
         "usage: {chapter} [--host 127.0.0.1] [--port 8080] [--root DIR] [--upstream HOST:PORT]\n\
-         {pad} [--fs-delay-ms N] [--trace]",
-        pad = " ".repeat(chapter.len() + 6)
+         {pad}[--fs-delay-ms N] [--trace] [--help]"
     );
     if extras.contains(&Extra::Timeouts) {
-        text.push_str(" [--keep-alive-timeout SECS] [--header-timeout SECS]");
+        text.push_str(&format!(
+            "\n{pad}[--keep-alive-timeout SECS] [--header-timeout SECS]"
+        ));
     }
     if extras.contains(&Extra::Workers) {
-        text.push_str(" [--workers N] [--queue-limit N]");
+        text.push_str(&format!("\n{pad}[--workers N] [--queue-limit N]"));
     }
-    text.push_str(" [--help]");
     text
 }
 
