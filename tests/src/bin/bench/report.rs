@@ -94,11 +94,13 @@ pub fn summarize(rounds: &[Vec<Outcome>], nginx: Option<usize>) -> Vec<Summary> 
             // Each number is its own median over the rounds; errors are added up, so that
             // an error in any round shows.
             let loads: Vec<&LoadResult> = measured.iter().map(|(load, _)| *load).collect();
-            let details: Vec<&str> = loads
-                .iter()
-                .map(|load| load.detail.as_str())
-                .filter(|detail| !detail.is_empty())
-                .collect();
+            // The same remark from several rounds is said once.
+            let mut details: Vec<&str> = Vec::new();
+            for load in &loads {
+                if !load.detail.is_empty() && !details.contains(&load.detail.as_str()) {
+                    details.push(&load.detail);
+                }
+            }
             let median = LoadResult {
                 requests: median_of(loads.iter().map(|load| load.requests as f64)) as u64,
                 requests_per_s: median_of(loads.iter().map(|load| load.requests_per_s)),
