@@ -81,19 +81,27 @@ pub fn describe(chapter: &Chapter, probe: &Probe, verdict: &Verdict) -> String {
     }
 }
 
+/// Writes `line` to stderr past the test harness's output capture. `cargo test` captures
+/// what `println!` and `eprintln!` print (and shows it only for a failing test), but not
+/// what is written to the stderr handle directly. A test that passes without checking
+/// anything must say so where it is seen.
+pub fn print_uncaptured(line: &str) {
+    // Nothing sensible to do if stderr itself is gone.
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
 /// Says once per process and chapter, past the test harness's output capture, that a
 /// chapter's tests are skipped because it has not been written yet.
 fn announce_missing(chapter: &Chapter) {
     static ANNOUNCED: [Once; CHAPTERS.len()] = [const { Once::new() }; CHAPTERS.len()];
     ANNOUNCED[usize::from(chapter.number - 1)].call_once(|| {
-        let _ = writeln!(
-            std::io::stderr(),
+        print_uncaptured(&format!(
             "suite: SKIPPING {}: chapters/{} does not exist yet, so its {} tests pass \
              without running",
             chapter.name,
             chapter.directory,
             probes::PROBES.len()
-        );
+        ));
     });
 }
 
@@ -114,9 +122,13 @@ pub fn test(number: u8, probe_name: &str, build_dir: &Path) {
     let verdict = run(chapter, probe, Launch::Start { binary });
     match verdict {
         // Printed, so `cargo test -- --nocapture` shows each lesson.
-        Verdict::ExpectedLimitation { .. } | Verdict::Skipped(_) => {
-            println!("{}", describe(chapter, probe, &verdict))
-        }
+        Verdict::ExpectedLimitation { .. } => println!("{}", describe(chapter, probe, &verdict)),
+        // A skipped probe passes its test without having checked anything: said on every
+        // run, not only with --nocapture, so that nobody takes it for a pass.
+        Verdict::Skipped(why) => print_uncaptured(&format!(
+            "suite: SKIPPED {} on {}: {why}",
+            probe.name, chapter.name
+        )),
         Verdict::Pass => {}
         Verdict::Fail(_) => panic!("{}", describe(chapter, probe, &verdict)),
     }

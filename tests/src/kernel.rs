@@ -11,9 +11,11 @@
 //!
 //! We ask with `ss` (iproute2), which filters inside the kernel, and fall back to reading
 //! `/proc/net/tcp` ourselves. (The fallback is slow on a machine that has just run a
-//! benchmark: it lists every one of up to 100 000 closed connections still in TIME_WAIT.)
+//! benchmark: it lists every one of up to 100 000 closed connections still in TIME_WAIT.
+//! Even `ss` then takes tens of milliseconds, as the kernel walks them all, so a probe asks
+//! a handful of times, never once per byte.)
 //! Where neither lists the socket (another OS, a server on another machine) the waits
-//! return at once, and the probes rely on timing alone.
+//! return `None` at once, and the probes rely on timing alone.
 
 use std::fs;
 use std::net::{SocketAddr, TcpStream};
@@ -110,24 +112,34 @@ fn from_proc(port: u16) -> Option<Vec<Socket>> {
 
 /// Asks the kernel again and again until `done` says yes, or `timeout` passes. `done` answers `None`
 /// when the socket it looks for is not listed: then there is nothing to wait for.
-fn wait_for(port: u16, timeout: Duration, done: impl Fn(&[Socket]) -> Option<bool>) -> bool {
+///
+/// The answer, as the public waits below give it: `Some(true)`, it happened;
+/// `Some(false)`, the kernel showed it had still not happened at the deadline; `None`, the
+/// kernel cannot show us this socket (no `ss` and no `/proc`, or not listed), so we
+/// cannot tell.
+fn wait_for(
+    port: u16,
+    timeout: Duration,
+    done: impl Fn(&[Socket]) -> Option<bool>,
+) -> Option<bool> {
     let deadline = Instant::now() + timeout;
     loop {
-        match sockets_on(port).as_deref().map(&done) {
-            Some(Some(true)) => return true,
-            None | Some(None) => return false,
-            Some(Some(false)) if Instant::now() >= deadline => return false,
+        match sockets_on(port).as_deref().map(&done)? {
+            Some(true) => return Some(true),
+            None => return None,
+            Some(false) if Instant::now() >= deadline => return Some(false),
             // The kernel offers no way to be told, so we look again shortly.
-            Some(Some(false)) => thread::sleep(Duration::from_millis(5)),
+            Some(false) => thread::sleep(Duration::from_millis(5)),
         }
     }
 }
 
 /// Waits until the server has read everything `client` sent so far: its end of the
-/// connection has an empty receive queue. Returns whether that was seen.
-pub fn wait_until_read(client: &TcpStream, timeout: Duration) -> bool {
+/// connection has an empty receive queue. `Some(true)` if that was seen, `Some(false)` if
+/// the bytes were still unread at the deadline, `None` if the kernel cannot tell us.
+pub fn wait_until_read(client: &TcpStream, timeout: Duration) -> Option<bool> {
     let (Ok(local), Ok(server)) = (client.local_addr(), client.peer_addr()) else {
-        return false;
+        return None;
     };
     wait_for(server.port(), timeout, |sockets| {
         sockets
@@ -138,8 +150,9 @@ pub fn wait_until_read(client: &TcpStream, timeout: Duration) -> bool {
 }
 
 /// Waits until the server has accepted every connection made to `server` so far: its
-/// listening socket's queue is empty. Returns whether that was seen.
-pub fn wait_until_accepted(server: SocketAddr, timeout: Duration) -> bool {
+/// listening socket's queue is empty. `Some(true)` if that was seen, `Some(false)` if
+/// connections still waited at the deadline, `None` if the kernel cannot tell us.
+pub fn wait_until_accepted(server: SocketAddr, timeout: Duration) -> Option<bool> {
     wait_for(server.port(), timeout, |sockets| {
         sockets
             .iter()
@@ -151,6 +164,7 @@ pub fn wait_until_accepted(server: SocketAddr, timeout: Duration) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::print_uncaptured;
     use std::io::Write;
     use std::net::TcpListener;
 
@@ -161,17 +175,25 @@ mod tests {
         let mut client = TcpStream::connect(address).unwrap();
         let listed = |port| sockets_on(port).is_some_and(|sockets| !sockets.is_empty());
         if !listed(address.port()) {
-            return; // not Linux: nothing to check
+            print_uncaptured(
+                "SKIPPED: kernel::sees_accept_and_read: neither `ss` nor /proc/net/tcp \
+                 lists our sockets here",
+            );
+            return;
         }
-        assert!(!wait_until_accepted(address, Duration::from_millis(50)));
+        let short = Duration::from_millis(50);
+        assert_eq!(wait_until_accepted(address, short), Some(false));
         let (mut server_end, _) = listener.accept().unwrap();
-        assert!(wait_until_accepted(address, Duration::from_secs(1)));
+        assert_eq!(
+            wait_until_accepted(address, Duration::from_secs(1)),
+            Some(true)
+        );
 
         client.write_all(b"ping").unwrap();
-        assert!(!wait_until_read(&client, Duration::from_millis(50)));
+        assert_eq!(wait_until_read(&client, short), Some(false));
         let mut buffer = [0u8; 4];
         std::io::Read::read_exact(&mut server_end, &mut buffer).unwrap();
-        assert!(wait_until_read(&client, Duration::from_secs(1)));
+        assert_eq!(wait_until_read(&client, Duration::from_secs(1)), Some(true));
     }
 
     #[test]
@@ -184,7 +206,11 @@ mod tests {
             Some(socket.receive_queue)
         };
         let (Some(ss), Some(proc)) = (listening(from_ss(port)), listening(from_proc(port))) else {
-            return; // one of them is missing here: nothing to compare
+            print_uncaptured(
+                "SKIPPED: kernel::ss_and_proc_agree: `ss` or /proc/net/tcp is missing \
+                 here, so there is nothing to compare",
+            );
+            return;
         };
         // One connection is waiting to be accepted.
         assert_eq!((ss, proc), (1, 1));

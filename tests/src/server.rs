@@ -221,11 +221,6 @@ impl Server {
         Ok(server)
     }
 
-    /// Did the suite start this server (so it may signal it, restart it, ...)?
-    pub fn is_ours(&self) -> bool {
-        self.child.is_some()
-    }
-
     /// The process id of a server we started (for `/proc/PID/`, see [`crate::resources`]).
     /// `None` for someone else's server, and once ours has been reaped: its pid may then
     /// already belong to another process.
@@ -276,7 +271,7 @@ impl Server {
     }
 
     /// What the server printed on stderr (the last few KiB).
-    pub fn stderr_text(&self) -> String {
+    fn stderr_text(&self) -> String {
         let kept = self
             .stderr
             .lock()

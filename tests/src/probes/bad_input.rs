@@ -7,17 +7,29 @@ use std::time::{Duration, Instant};
 
 use super::{
     broken, check, connect, corpus, exchange, expect_status, first_line, get, post, receive,
-    still_serves, Outcome, Probed, Target, PATIENCE,
+    sending, stats_value, still_serves, until_read, Outcome, Probed, Stop, Target, HELLO, PATIENCE,
 };
+use crate::client::Client;
 use crate::server::Server;
 use crate::site::{self, first_difference};
 
-/// Sends `request` one byte per write, with a short pause between writes so that each
-/// byte travels (and is read) on its own.
-fn send_trickled(client: &mut crate::client::Client, request: &[u8]) -> std::io::Result<()> {
-    for byte in request {
-        client.send(std::slice::from_ref(byte))?;
-        thread::sleep(Duration::from_millis(2));
+/// Sends `request` one byte per write. After every `\r`, and at the end, it waits until
+/// the server has read everything so far, so the server sees the request stop there,
+/// between a CR and its LF, the split a line-by-line parser most easily gets wrong.
+///
+/// Why not wait after every byte: each wait asks the kernel (`ss`), which lists every
+/// socket on the machine to find ours. That takes 3 ms on a quiet machine but 40 ms and
+/// more with the tens of thousands of closed connections a suite run leaves in TIME_WAIT,
+/// enough to run a request of 70 bytes past chapter 4's 10 s header timeout. So the bytes
+/// between two waits go out back to back, one TCP segment each (the client sets
+/// TCP_NODELAY), and the server may read several of them at once.
+fn send_trickled(client: &mut Client, request: &[u8], what: &str) -> Result<(), Stop> {
+    for (index, byte) in request.iter().enumerate() {
+        let what = format!("{what}, byte {} of {}", index + 1, request.len());
+        sending(client, std::slice::from_ref(byte), &what)?;
+        if *byte == b'\r' || index + 1 == request.len() {
+            until_read(client, &what)?;
+        }
     }
     Ok(())
 }
@@ -31,14 +43,13 @@ pub fn trickled_request(target: &Target) -> Probed {
     for request in requests {
         let what = format!("{}, sent one byte at a time", first_line(&request));
         let mut client = connect(&server)?;
-        send_trickled(&mut client, &request)
-            .map_err(|error| broken(format!("{what}: sending failed: {error}")))?;
+        send_trickled(&mut client, &request, &what)?;
         let response = receive(&mut client, &server, false, &what)?;
         expect_status(&response, &[200], &what)?;
         let expected: &[u8] = if request.starts_with(b"POST") {
             b"trickled body"
         } else {
-            b"Hello, world!\n"
+            HELLO
         };
         check!(
             response.body == expected,
@@ -63,16 +74,19 @@ pub fn body_split_across_writes(target: &Target) -> Probed {
         head_length + 100_000,
         request.len(),
     ];
+    let what = "POST /echo with 300000 bytes sent in five writes";
     let mut client = connect(&server)?;
     let mut start = 0;
-    for cut in cuts {
-        client
-            .send(&request[start..cut])
-            .map_err(|error| broken(format!("sending part of a POST /echo: {error}")))?;
+    for (index, cut) in cuts.into_iter().enumerate() {
+        let piece = format!("{what}: piece {} of {}", index + 1, cuts.len());
+        sending(&mut client, &request[start..cut], &piece)?;
         start = cut;
-        thread::sleep(Duration::from_millis(20));
+        // Each piece is read before the next is sent, so the server really sees the
+        // request stop at each cut. (A piece bigger than the socket buffers may still be
+        // arriving when the server's queue first shows empty; then its tail and the next
+        // piece may be read together, which the server must handle just the same.)
+        until_read(&client, &piece)?;
     }
-    let what = "POST /echo with 300000 bytes sent in five writes";
     let response = receive(&mut client, &server, false, what)?;
     expect_status(&response, &[200], what)?;
     if let Some(at) = first_difference(&body, &response.body) {
@@ -93,13 +107,11 @@ pub fn client_resets_mid_response(target: &Target) -> Probed {
 }
 
 // ANCHOR: reset_mid_response
-fn reset_mid_response(server: &Server, times: usize) -> Result<(), super::Stop> {
+fn reset_mid_response(server: &Server, times: usize) -> Result<(), Stop> {
     let body = site::pattern(1024 * 1024);
     for _ in 0..times {
         let mut client = connect(server)?;
-        client
-            .send(&post("/echo", &body))
-            .map_err(|error| broken(format!("sending a 1 MiB POST /echo: {error}")))?;
+        sending(&mut client, &post("/echo", &body), "a 1 MiB POST /echo")?;
         let head = client
             .read_head(Instant::now() + PATIENCE, false)
             .map_err(|error| broken(format!("a 1 MiB POST /echo: {error}")))?;
@@ -122,8 +134,8 @@ pub fn clients_that_vanish(target: &Target) -> Probed {
     Ok(Outcome::Works)
 }
 
-fn vanish(server: &Server) -> Result<(), super::Stop> {
-    let leave_after = |bytes: &[u8]| -> Result<(), super::Stop> {
+fn vanish(server: &Server) -> Result<(), Stop> {
+    let leave_after = |bytes: &[u8]| -> Result<(), Stop> {
         let mut client = connect(server)?;
         // The server may already have given up on us; that is fine here.
         let _ = client.send(bytes);
@@ -157,11 +169,7 @@ pub fn serves_after_abuse(target: &Target) -> Probed {
     let deadline = Instant::now() + PATIENCE;
     loop {
         let stats = exchange(&server, &get("/stats"))?;
-        let open = stats.text().lines().find_map(|line| {
-            line.strip_prefix("connections_open ")
-                .and_then(|count| count.trim().parse::<u64>().ok())
-        });
-        match open {
+        match stats_value(&stats, "connections_open") {
             Some(count) if count <= 1 => return Ok(Outcome::Works),
             Some(count) if Instant::now() >= deadline => {
                 return Err(broken(format!(

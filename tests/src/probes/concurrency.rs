@@ -9,30 +9,14 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::{
-    broken, check, connect, exchange, expect_status, finish_hello, get, hello_meanwhile, make_site,
-    needs_own_server, post, receive, seconds, still_serves, Meanwhile, Outcome, Probed, Stop,
-    Target, PATIENCE, PROMPTLY,
+    broken, check, connect, drain, dropped_note, exchange, expect_status, finish_hello, get,
+    hello_meanwhile, make_site, needs_own_server, post, receive, seconds, sending,
+    start_big_download, still_serves, until_accepted, until_read, with_site, with_upstream,
+    Meanwhile, Outcome, Probed, Stop, Target, HELLO, PATIENCE, PROMPTLY,
 };
 use crate::client::{show, Client, Ending};
-use crate::kernel;
 use crate::server::{Options, Server};
-use crate::site::{self, first_difference, Site};
-use crate::upstream::Upstream;
-
-fn sending(client: &mut Client, request: &[u8], what: &str) -> Result<(), Stop> {
-    client
-        .send(request)
-        .map_err(|error| broken(format!("{what}: sending failed: {error}")))
-}
-
-/// " (it has no --header-timeout flag)" when the chapter rejected the flags we tried.
-pub(super) fn dropped_note(server: &Server) -> String {
-    if server.dropped_flags.is_empty() {
-        String::new()
-    } else {
-        format!(" (it has no {} flag)", server.dropped_flags.join(" or "))
-    }
-}
+use crate::site;
 
 // ANCHOR: idle_client
 /// Row 2: a client that connects and says nothing must not keep others waiting.
@@ -41,7 +25,7 @@ pub fn idle_client(target: &Target) -> Probed {
     let idle = connect(&server)?;
     // Make sure the server has taken the idle client in before anyone else arrives;
     // otherwise a one-at-a-time server could simply serve the next client first.
-    kernel::wait_until_accepted(server.address, PATIENCE);
+    until_accepted(&server, "an idle client's connection")?;
     match hello_meanwhile(&server)? {
         Meanwhile::Answered => Ok(Outcome::Works),
         Meanwhile::Waiting { client, sent } => {
@@ -69,7 +53,7 @@ pub fn half_sent_request(target: &Target) -> Probed {
         b"GET /hello HTTP/1.1\r\nHost: su",
         "half a request head",
     )?;
-    kernel::wait_until_read(slow.stream(), PATIENCE);
+    until_read(&slow, "half a request head")?;
     match hello_meanwhile(&server)? {
         Meanwhile::Answered => Ok(Outcome::Works),
         Meanwhile::Waiting { client, sent } => {
@@ -86,61 +70,11 @@ pub fn half_sent_request(target: &Target) -> Probed {
     }
 }
 
-/// Reads the rest of a big file response and checks it is intact.
-pub(super) fn drain(
-    client: &mut Client,
-    site: &Site,
-    already: usize,
-    what: &str,
-) -> Result<(), Stop> {
-    let rest = client
-        .read_body(site.big.len() - already, Instant::now() + 4 * PATIENCE)
-        .map_err(|error| broken(format!("{what}: {error}")))?;
-    if let Some(at) = first_difference(&site.big[already..], &rest) {
-        return Err(broken(format!(
-            "{what}: the body differs from byte {} on",
-            at + already
-        )));
-    }
-    Ok(())
-}
-
-/// Starts a GET /files/big.bin and reads its head and the first bytes of its body, so
-/// the response is known to be in flight. Returns the client and how much body it read.
-pub(super) fn start_big_download(server: &Server, site: &Site) -> Result<(Client, usize), Stop> {
-    let what = "GET /files/big.bin";
-    let mut client = connect(server)?;
-    sending(&mut client, &get("/files/big.bin"), what)?;
-    let head = client
-        .read_head(Instant::now() + PATIENCE, false)
-        .map_err(|error| broken(format!("{what}: {error}")))?;
-    expect_status(&head.response, &[200], what)?;
-    check!(
-        head.body_length == site.big.len(),
-        "{what}: Content-Length {}, expected {}",
-        head.body_length,
-        site.big.len()
-    );
-    let first = client
-        .read_some(1024, Instant::now() + PATIENCE)
-        .map_err(|error| broken(format!("{what}: {error}")))?;
-    check!(
-        first[..] == site.big[..first.len()],
-        "{what}: the body's first bytes are wrong"
-    );
-    Ok((client, first.len()))
-}
-
 /// Row 3: a client that asks for a big file and stops reading must not keep others
 /// waiting. The file is bigger than the kernel's socket buffers can hold, so the server
 /// cannot simply hand the whole response to the kernel and move on.
 pub fn slow_reader(target: &Target) -> Probed {
-    needs_own_server(target)?;
-    let site = make_site(site::stuck_response_size())?;
-    let server = target.start(Options {
-        root: Some(site.root.clone()),
-        ..Options::default()
-    })?;
+    let (server, site) = with_site(target, site::stuck_response_size())?;
     let (mut reader, already) = start_big_download(&server, &site)?;
     let what = "the big response left unread for a while";
     match hello_meanwhile(&server)? {
@@ -255,7 +189,7 @@ pub fn pipelining(target: &Target) -> Probed {
     let mut client = connect(&server)?;
     sending(&mut client, &requests, "four pipelined requests")?;
     let expected: [(&str, u16, &[u8]); 4] = [
-        ("GET /hello", 200, b"Hello, world!\n"),
+        ("GET /hello", 200, HELLO),
         ("POST /echo", 200, b"pipelined"),
         ("GET /sleep?ms=1", 200, b"slept 1 ms\n"),
         ("GET /nowhere", 404, b""),
@@ -307,11 +241,7 @@ pub fn pipelining(target: &Target) -> Probed {
     )?;
     let what = "a pipelined GET /hello with a 9-byte body";
     let response = receive(&mut client, &server, false, what)?;
-    check!(
-        response.body == b"Hello, world!\n",
-        "{what}: body {:?}",
-        response.text()
-    );
+    check!(response.body == HELLO, "{what}: body {:?}", response.text());
     let what = "the GET /stats after it, with Connection: close";
     let response = receive(&mut client, &server, false, what)?;
     expect_status(&response, &[200], what)?;
@@ -327,12 +257,7 @@ pub fn pipelining(target: &Target) -> Probed {
 /// Row 5: SIGTERM while a big response is in flight. A graceful server stops accepting,
 /// finishes the response, and exits 0.
 pub fn graceful_shutdown(target: &Target) -> Probed {
-    needs_own_server(target)?;
-    let site = make_site(site::stuck_response_size())?;
-    let mut server = target.start(Options {
-        root: Some(site.root.clone()),
-        ..Options::default()
-    })?;
+    let (mut server, site) = with_site(target, site::stuck_response_size())?;
     let (mut client, already) = start_big_download(&server, &site)?;
     server.signal("TERM").map_err(broken)?;
     let rest = drain(
@@ -469,7 +394,7 @@ pub fn sleep_elsewhere(target: &Target) -> Probed {
         sending(&mut sleeper, &get(&format!("/sleep?ms={hold}")), &what)?;
         let started = Instant::now();
         // Be sure the server is in the sleep before we ask for /hello.
-        kernel::wait_until_read(sleeper.stream(), PATIENCE);
+        until_read(&sleeper, &what)?;
         let hold = Duration::from_millis(hold);
         served_while_busy(&server, sleeper, &what, hold, |response| {
             expect_status(response, &[200], &what)?;
@@ -491,13 +416,7 @@ pub fn sleep_elsewhere(target: &Target) -> Probed {
 
 /// Row 6: a slow upstream waits without holding anyone else up.
 pub fn slow_upstream(target: &Target) -> Probed {
-    needs_own_server(target)?;
-    let upstream =
-        Upstream::start().map_err(|error| broken(format!("cannot start the upstream: {error}")))?;
-    let server = target.start(Options {
-        upstream: Some(upstream.address),
-        ..Options::default()
-    })?;
+    let (server, upstream) = with_upstream(target)?;
     with_longer_holds(|hold| {
         let what = format!("another client's GET /upstream/slow?ms={hold} (a slow upstream)");
         let mut client = connect(&server)?;
@@ -539,7 +458,7 @@ pub fn slow_disk(target: &Target) -> Probed {
         let what = format!("another client's GET /files/hello.txt (--fs-delay-ms {delay_ms})");
         let mut client = connect(&server)?;
         sending(&mut client, &get("/files/hello.txt"), &what)?;
-        kernel::wait_until_read(client.stream(), PATIENCE);
+        until_read(&client, &what)?;
         served_while_busy(
             &server,
             client,

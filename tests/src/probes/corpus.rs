@@ -25,14 +25,15 @@ use std::net::Shutdown;
 use std::time::Instant;
 
 use super::{
-    broken, connect, get, post, receive, still_serves, Outcome, Probed, Stop, Target, PATIENCE,
+    broken, connect, get, post, receive, still_serves, Outcome, Probed, Stop, Target, HELLO,
+    PATIENCE,
 };
 use crate::client::{show, ReadError};
 use crate::server::Server;
 
 // ANCHOR: behind
 /// Sent right behind every refused request, in the same write. It must never be answered.
-pub const SMUGGLED: &[u8] = b"GET /hello?smuggled HTTP/1.1\r\nHost: suite\r\n\r\n";
+const SMUGGLED: &[u8] = b"GET /hello?smuggled HTTP/1.1\r\nHost: suite\r\n\r\n";
 
 /// Sent right behind every answered request. Its echo must be the next answer.
 const FOLLOW_UP: &[u8] =
@@ -76,8 +77,6 @@ fn refused(rule: &'static str, request: impl Into<Vec<u8>>, statuses: &'static [
 fn served(rule: &'static str, request: impl Into<Vec<u8>>, body: &'static [u8]) -> Case {
     case(rule, request, Answer::Answered(200, Some(body)))
 }
-
-const HELLO: &[u8] = b"Hello, world!\n";
 
 /// `GET /hello` with these header lines (each ending in CRLF) after `Host`.
 fn hello_with(headers: &str) -> Vec<u8> {

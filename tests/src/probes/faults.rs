@@ -28,14 +28,13 @@ use std::fs;
 use std::net::Shutdown;
 use std::time::Instant;
 
-use super::concurrency::{drain, start_big_download};
 use super::{
-    broken, check, connect, exchange, expect_status, get, make_site, needs_own_server, post,
-    receive, still_serves, Outcome, Probed, Stop, Target, PATIENCE,
+    broken, check, connect, drain, exchange, expect_status, get, post, receive, sending,
+    start_big_download, still_serves, until_read, with_site, Outcome, Probed, Stop, Target, HELLO,
+    PATIENCE,
 };
 use crate::client::{show, Ending, ReadError};
-use crate::kernel;
-use crate::server::{Options, Server};
+use crate::server::Server;
 use crate::site::{self, first_difference};
 
 /// Sends `request`, shuts the sending side (a "half-close": the client says it will send
@@ -49,9 +48,7 @@ fn ask_and_half_close(
     what: &str,
 ) -> Result<(), Stop> {
     let mut client = connect(server)?;
-    client
-        .send(request)
-        .map_err(|error| broken(format!("{what}: sending failed: {error}")))?;
+    sending(&mut client, request, what)?;
     client
         .stream()
         .shutdown(Shutdown::Write)
@@ -101,19 +98,13 @@ fn ask_and_half_close(
 /// connection, by design (see `after_event` in chapter 4's `connection.rs`), because the
 /// loop cannot tell a client that half-closed from one that left.
 pub fn half_close(target: &Target) -> Probed {
-    needs_own_server(target)?;
     // Bigger than the socket buffers start out, so the answer is still being written
     // long after the end of file arrived.
-    let site = make_site(4 << 20)?;
-    let mut server = target.start(Options {
-        root: Some(site.root.clone()),
-        ..Options::default()
-    })?;
-    let hello: &[u8] = b"Hello, world!\n";
+    let (mut server, site) = with_site(target, 4 << 20)?;
     ask_and_half_close(
         &server,
         &get("/hello"),
-        &[hello],
+        &[HELLO],
         "GET /hello, then a half-close",
     )?;
     // The end of file arrives right behind a body the server is still reading.
@@ -136,7 +127,7 @@ pub fn half_close(target: &Target) -> Probed {
     ask_and_half_close(
         &server,
         &two,
-        &[hello, b"second"],
+        &[HELLO, b"second"],
         "two pipelined requests, then a half-close",
     )?;
     still_serves(&mut server, "clients that half-closed")?;
@@ -150,12 +141,7 @@ pub fn half_close(target: &Target) -> Probed {
 /// close; never a mixture, never the newcomer's bytes. The server must not notice more
 /// than that: the next request for the name gets the new file.
 pub fn file_removed_mid_response(target: &Target) -> Probed {
-    needs_own_server(target)?;
-    let site = make_site(site::stuck_response_size())?;
-    let mut server = target.start(Options {
-        root: Some(site.root.clone()),
-        ..Options::default()
-    })?;
+    let (mut server, site) = with_site(target, site::stuck_response_size())?;
     // The response is in flight, and bigger than the kernel can buffer: the server is
     // still sending (or still reading the file) while we do this.
     let (mut client, mut already) = start_big_download(&server, &site)?;
@@ -230,12 +216,7 @@ fn pester(server: &mut Server, moment: &str) -> Result<(), Stop> {
 /// the middle of a request's effect (`/sleep`), for the rest of a request head, and for
 /// room to write a big response. None of them may lose the request in flight.
 pub fn stray_signals(target: &Target) -> Probed {
-    needs_own_server(target)?;
-    let site = make_site(site::stuck_response_size())?;
-    let mut server = target.start(Options {
-        root: Some(site.root.clone()),
-        ..Options::default()
-    })?;
+    let (mut server, site) = with_site(target, site::stuck_response_size())?;
 
     // Waiting for a client (in accept or poll).
     pester(&mut server, "while it waited for clients")?;
@@ -244,10 +225,8 @@ pub fn stray_signals(target: &Target) -> Probed {
     // In the middle of an effect.
     let what = "GET /sleep?ms=300, pestered with signals while it slept";
     let mut client = connect(&server)?;
-    client
-        .send(&get("/sleep?ms=300"))
-        .map_err(|error| broken(format!("{what}: {error}")))?;
-    kernel::wait_until_read(client.stream(), PATIENCE);
+    sending(&mut client, &get("/sleep?ms=300"), what)?;
+    until_read(&client, what)?;
     pester(&mut server, "during a /sleep")?;
     let response = receive(&mut client, &server, false, what)?;
     expect_status(&response, &[200], what)?;
@@ -260,14 +239,10 @@ pub fn stray_signals(target: &Target) -> Probed {
     // Waiting for the rest of a request head.
     let what = "a request head, pestered with signals half-way";
     let mut client = connect(&server)?;
-    client
-        .send(b"GET /hello HTTP/1.1\r\nHo")
-        .map_err(|error| broken(format!("{what}: {error}")))?;
-    kernel::wait_until_read(client.stream(), PATIENCE);
+    sending(&mut client, b"GET /hello HTTP/1.1\r\nHo", what)?;
+    until_read(&client, what)?;
     pester(&mut server, "half-way through a request head")?;
-    client
-        .send(b"st: suite\r\n\r\n")
-        .map_err(|error| broken(format!("{what}: {error}")))?;
+    sending(&mut client, b"st: suite\r\n\r\n", what)?;
     let response = receive(&mut client, &server, false, what)?;
     expect_status(&response, &[200], what)?;
 

@@ -23,11 +23,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use super::concurrency::dropped_note;
 use super::{
-    broken, check, connect, exchange, expect_status, finish_hello, get, hello_meanwhile,
-    needs_own_server, seconds, still_serves, Meanwhile, Outcome, Probed, Stop, Target, PATIENCE,
-    PROMPTLY,
+    broken, check, connect, dropped_note, exchange, expect_status, finish_hello, get,
+    hello_meanwhile, needs_own_server, seconds, sending, stats_value, still_serves, Meanwhile,
+    Outcome, Probed, Stop, Target, PATIENCE, PROMPTLY,
 };
 use crate::client::ReadError;
 use crate::manifest::{self, Capability, Expect};
@@ -204,9 +203,11 @@ pub fn slowloris(target: &Target) -> Probed {
     }
 
     let mut client = connect(&server)?;
-    client
-        .send(&get("/hello"))
-        .map_err(|error| broken(format!("sending GET /hello: {error}")))?;
+    sending(
+        &mut client,
+        &get("/hello"),
+        "GET /hello during a slowloris attack",
+    )?;
     let sent = Instant::now();
     match client.read_response(sent + SLOWLORIS_PATIENCE, false) {
         Ok(response) => {
@@ -512,7 +513,9 @@ static TEN_THOUSAND: Mutex<()> = Mutex::new(());
 /// first hundred connected it is stuck already.
 pub fn ten_thousand_idle(target: &Target) -> Probed {
     needs_own_server(target)?;
-    if resources::own_descriptor_limit().is_some_and(|limit| limit < 2 * IDLE_CLIENTS as u64) {
+    if resources::own_descriptor_limits()
+        .is_some_and(|limits| limits.soft < 2 * IDLE_CLIENTS as u64)
+    {
         return Err(Stop::Skipped(
             "needs `ulimit -n` of 20000: 10,000 connections, and the other tests' own",
         ));
@@ -580,12 +583,9 @@ pub fn ten_thousand_idle(target: &Target) -> Probed {
     }
 
     let stats = exchange(&server, &get("/stats"))?;
-    let open = stats.text().lines().find_map(|line| {
-        line.strip_prefix("connections_open ")
-            .and_then(|count| count.trim().parse::<usize>().ok())
-    });
+    let open = stats_value(&stats, "connections_open");
     check!(
-        open.is_some_and(|open| open >= IDLE_CLIENTS),
+        open.is_some_and(|open| open >= IDLE_CLIENTS as u64),
         "with {IDLE_CLIENTS} idle clients connected, /stats says connections_open {open:?}"
     );
     if let Meanwhile::Waiting { .. } = hello_meanwhile(&server)? {

@@ -31,13 +31,15 @@ use std::time::{Duration, Instant};
 
 use crate::chapters::Chapter;
 use crate::client::{show, Client, Ending, ReadError, Response};
+use crate::kernel;
 use crate::manifest::Capability::{
     Basics, GracefulShutdown, IdleClient, KeepAlive, SleepAndUpstream, SlowDisk, SlowReader,
     Slowloris, Timeouts,
 };
 use crate::manifest::{self, Capability, Expect};
 use crate::server::{Options, Server};
-use crate::site::Site;
+use crate::site::{first_difference, Site};
+use crate::upstream::Upstream;
 
 /// What a probe saw.
 #[derive(Debug, PartialEq, Eq)]
@@ -187,6 +189,40 @@ pub fn make_site(big: usize) -> Result<Site, Stop> {
     Site::create(big).map_err(|error| broken(format!("cannot make a site: {error}")))
 }
 
+/// Starts a server on a fresh site (`big` as for [`make_site`]), or skips for an
+/// external server.
+pub fn with_site(target: &Target, big: usize) -> Result<(Server, Site), Stop> {
+    needs_own_server(target)?;
+    let site = make_site(big)?;
+    let server = target.start(Options {
+        root: Some(site.root.clone()),
+        ..Options::default()
+    })?;
+    Ok((server, site))
+}
+
+/// Starts a server with `--upstream` pointing at a fresh [`Upstream`], or skips for an
+/// external server.
+pub fn with_upstream(target: &Target) -> Result<(Server, Upstream), Stop> {
+    needs_own_server(target)?;
+    let upstream =
+        Upstream::start().map_err(|error| broken(format!("cannot start the upstream: {error}")))?;
+    let server = target.start(Options {
+        upstream: Some(upstream.address),
+        ..Options::default()
+    })?;
+    Ok((server, upstream))
+}
+
+/// " (it has no --header-timeout flag)" when the chapter rejected the flags we tried.
+pub fn dropped_note(server: &Server) -> String {
+    if server.dropped_flags.is_empty() {
+        String::new()
+    } else {
+        format!(" (it has no {} flag)", server.dropped_flags.join(" or "))
+    }
+}
+
 /// Returns `Err(Stop::Broken(...))` from the probe unless `condition` holds.
 macro_rules! check {
     ($condition:expr, $($message:tt)+) => {
@@ -215,6 +251,9 @@ pub const PROMPTLY: Duration = Duration::from_secs(2);
 fn soon() -> Instant {
     Instant::now() + PATIENCE
 }
+
+/// The body of `GET /hello`.
+pub const HELLO: &[u8] = b"Hello, world!\n";
 
 /// `GET path` as a plain HTTP/1.1 client sends it.
 pub fn get(path: &str) -> Vec<u8> {
@@ -258,14 +297,55 @@ pub fn connect(server: &Server) -> Result<Client, Stop> {
     })
 }
 
+/// Sends `request` (all of it) on `client`; a failure stops the probe, naming `what`.
+pub fn sending(client: &mut Client, request: &[u8], what: &str) -> Result<(), Stop> {
+    client
+        .send(request)
+        .map_err(|error| broken(format!("{what}: sending failed: {error}")))
+}
+
 /// Sends `request` on a new connection and reads the answer (see [`receive`]).
 pub fn exchange(server: &Server, request: &[u8]) -> Result<Response, Stop> {
     let mut client = connect(server)?;
     let what = first_line(request);
-    client
-        .send(request)
-        .map_err(|error| broken(format!("{what}: sending failed: {error}")))?;
+    sending(&mut client, request, &what)?;
     receive(&mut client, server, request.starts_with(b"HEAD "), &what)
+}
+
+/// Waits (up to [`PATIENCE`]) until the server has read everything `client` sent so
+/// far (see [`kernel::wait_until_read`]). A probe that needs that order of events to
+/// mean anything stops, broken, if the kernel shows the bytes still unread at the
+/// deadline. Where the kernel cannot be asked, the probe goes on and relies on timing.
+pub fn until_read(client: &Client, what: &str) -> Result<(), Stop> {
+    match kernel::wait_until_read(client.stream(), PATIENCE) {
+        Some(false) => Err(broken(format!(
+            "{what}: the server had not read it {} s later, by the kernel's count, so the \
+             probe cannot go on",
+            PATIENCE.as_secs()
+        ))),
+        Some(true) | None => Ok(()),
+    }
+}
+
+/// Waits (up to [`PATIENCE`]) until the server has accepted every connection made to it
+/// so far (see [`kernel::wait_until_accepted`]); as [`until_read`] otherwise.
+pub fn until_accepted(server: &Server, what: &str) -> Result<(), Stop> {
+    match kernel::wait_until_accepted(server.address, PATIENCE) {
+        Some(false) => Err(broken(format!(
+            "{what}: the server had not accepted it {} s later, by the kernel's count, so \
+             the probe cannot go on",
+            PATIENCE.as_secs()
+        ))),
+        Some(true) | None => Ok(()),
+    }
+}
+
+/// The number on the `key N` line of a `/stats` answer.
+pub fn stats_value(response: &Response, key: &str) -> Option<u64> {
+    response.text().lines().find_map(|line| {
+        let (name, value) = line.split_once(' ')?;
+        (name == key).then(|| value.trim().parse().ok())?
+    })
 }
 
 // ANCHOR: receive
@@ -399,9 +479,11 @@ pub enum Meanwhile {
 pub fn hello_meanwhile(server: &Server) -> Result<Meanwhile, Stop> {
     let mut client = connect(server)?;
     let sent = Instant::now();
-    client
-        .send(&get("/hello"))
-        .map_err(|error| broken(format!("sending GET /hello: {error}")))?;
+    sending(
+        &mut client,
+        &get("/hello"),
+        "GET /hello from another client",
+    )?;
     match client.read_response(sent + PROMPTLY, false) {
         Ok(response) => {
             expect_status(&response, &[200], "GET /hello from another client")?;
@@ -428,6 +510,47 @@ pub fn finish_hello(server: &Server, mut client: Client, sent: Instant) -> Resul
     )?;
     expect_status(&response, &[200], "the GET /hello that had to wait")?;
     Ok(sent.elapsed())
+}
+
+/// Starts a GET /files/big.bin and reads its head and the first bytes of its body, so
+/// the response is known to be in flight. Returns the client and how much body it read.
+pub fn start_big_download(server: &Server, site: &Site) -> Result<(Client, usize), Stop> {
+    let what = "GET /files/big.bin";
+    let mut client = connect(server)?;
+    sending(&mut client, &get("/files/big.bin"), what)?;
+    let head = client
+        .read_head(Instant::now() + PATIENCE, false)
+        .map_err(|error| broken(format!("{what}: {error}")))?;
+    expect_status(&head.response, &[200], what)?;
+    check!(
+        head.body_length == site.big.len(),
+        "{what}: Content-Length {}, expected {}",
+        head.body_length,
+        site.big.len()
+    );
+    let first = client
+        .read_some(1024, Instant::now() + PATIENCE)
+        .map_err(|error| broken(format!("{what}: {error}")))?;
+    check!(
+        first[..] == site.big[..first.len()],
+        "{what}: the body's first bytes are wrong"
+    );
+    Ok((client, first.len()))
+}
+
+/// Reads the rest of a big file response (`already` bytes of its body were read) and
+/// checks it is intact.
+pub fn drain(client: &mut Client, site: &Site, already: usize, what: &str) -> Result<(), Stop> {
+    let rest = client
+        .read_body(site.big.len() - already, Instant::now() + 4 * PATIENCE)
+        .map_err(|error| broken(format!("{what}: {error}")))?;
+    if let Some(at) = first_difference(&site.big[already..], &rest) {
+        return Err(broken(format!(
+            "{what}: the body differs from byte {} on",
+            at + already
+        )));
+    }
+    Ok(())
 }
 
 /// "1.52 s", for messages.

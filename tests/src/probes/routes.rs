@@ -7,16 +7,14 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::{
-    broken, check, connect, exchange, expect_status, first_line, get, make_site, needs_own_server,
-    post, receive, request_and_close, seconds, still_serves, Launch, Outcome, Probed, Stop, Target,
+    broken, check, connect, exchange, expect_status, first_line, get, post, receive,
+    request_and_close, seconds, sending, stats_value, still_serves, with_site, with_upstream,
+    Launch, Outcome, Probed, Stop, Target, HELLO,
 };
 use crate::client::Response;
-use crate::server::{Options, Server};
-use crate::site::{self, first_difference, Site};
-use crate::upstream::{self, Upstream};
-
-/// The body of `GET /hello`.
-pub const HELLO: &str = "Hello, world!\n";
+use crate::server::Options;
+use crate::site::{self, first_difference};
+use crate::upstream;
 
 fn content_type(response: &Response) -> &str {
     response.header("content-type").unwrap_or_default()
@@ -150,9 +148,10 @@ pub fn hello(target: &Target) -> Probed {
         let response = exchange(&server, request)?;
         expect_status(&response, &[200], &what)?;
         check!(
-            response.body == HELLO.as_bytes(),
-            "{what}: body {:?}, expected {HELLO:?}",
-            response.text()
+            response.body == HELLO,
+            "{what}: body {:?}, expected {:?}",
+            response.text(),
+            String::from_utf8_lossy(HELLO)
         );
         check!(
             content_type(&response).starts_with("text/plain"),
@@ -200,13 +199,7 @@ pub fn stats_route(target: &Target) -> Probed {
         "GET /stats: Content-Type {:?}, expected text/plain",
         content_type(&response)
     );
-    let text = response.text();
-    let value = |key: &str| -> Option<u64> {
-        text.lines().find_map(|line| {
-            let (name, value) = line.split_once(' ')?;
-            (name == key).then(|| value.trim().parse().ok())?
-        })
-    };
+    let value = |key: &str| stats_value(&response, key);
     for key in [
         "connections_open",
         "requests_served",
@@ -216,7 +209,8 @@ pub fn stats_route(target: &Target) -> Probed {
     ] {
         check!(
             value(key).is_some(),
-            "GET /stats: no `{key} N` line in {text:?}"
+            "GET /stats: no `{key} N` line in {:?}",
+            response.text()
         );
     }
     check!(
@@ -389,26 +383,13 @@ pub fn echo_too_large(target: &Target) -> Probed {
     let mut client = connect(&server)?;
     let mut request = head.into_bytes();
     request.extend_from_slice(&site::pattern(64 * 1024));
-    client
-        .send(&request)
-        .map_err(|error| broken(format!("sending a too-large POST /echo: {error}")))?;
     let what = "POST /echo with 64 KiB of a too-large body";
+    sending(&mut client, &request, what)?;
     let response = receive(&mut client, &server, false, what)?;
     expect_status(&response, &[413], what)?;
     drop(client);
     still_serves(&mut server, "a too-large POST /echo")?;
     Ok(Outcome::Works)
-}
-
-/// Starts a server on a fresh site, or skips for an external server.
-fn with_site(target: &Target, big: usize) -> Result<(Server, Site), Stop> {
-    needs_own_server(target)?;
-    let site = make_site(big)?;
-    let server = target.start(Options {
-        root: Some(site.root.clone()),
-        ..Options::default()
-    })?;
-    Ok((server, site))
 }
 
 pub fn files(target: &Target) -> Probed {
@@ -544,18 +525,6 @@ pub fn path_traversal(target: &Target) -> Probed {
 }
 // ANCHOR_END: path_traversal
 
-/// Starts a server with `--upstream` pointing at a fresh [`Upstream`].
-fn with_upstream(target: &Target) -> Result<(Server, Upstream), Stop> {
-    needs_own_server(target)?;
-    let upstream =
-        Upstream::start().map_err(|error| broken(format!("cannot start the upstream: {error}")))?;
-    let server = target.start(Options {
-        upstream: Some(upstream.address),
-        ..Options::default()
-    })?;
-    Ok((server, upstream))
-}
-
 pub fn upstream_relay(target: &Target) -> Probed {
     let (server, upstream) = with_upstream(target)?;
     let cases = [
@@ -628,10 +597,8 @@ pub fn upstream_timeout(target: &Target) -> Probed {
     let (server, _upstream) = with_upstream(target)?;
     let mut client = connect(&server)?;
     let started = Instant::now();
-    client
-        .send(&get("/upstream/hang"))
-        .map_err(|error| broken(format!("sending GET /upstream/hang: {error}")))?;
     let what = "GET /upstream/hang (the upstream never answers)";
+    sending(&mut client, &get("/upstream/hang"), what)?;
     // `receive` waits PATIENCE for an answer; the first 4.5 s of the wait are the point.
     client
         .wait_for_bytes(started + Duration::from_secs(5) + super::PATIENCE)

@@ -125,15 +125,7 @@ fn bars(out: &mut String, run: &Run, top: f64, bottom: f64) {
     // The grid and its labels.
     let mut tick = 0.0;
     while tick <= scale_top + step / 2.0 {
-        let _ = writeln!(
-            out,
-            "<line x1=\"{LEFT}\" x2=\"{RIGHT}\" y1=\"{0:.1}\" y2=\"{0:.1}\" stroke=\"#e4e4e4\"/>\
-             <text x=\"{1}\" y=\"{2:.1}\" text-anchor=\"end\" fill=\"#555555\">{3}</text>",
-            y(tick),
-            LEFT - 8.0,
-            y(tick) + 4.0,
-            short_number(tick)
-        );
+        grid_line(out, y(tick), &short_number(tick));
         tick += step;
     }
     let group_width = (RIGHT - LEFT) / groups.len() as f64;
@@ -259,15 +251,7 @@ fn lines(out: &mut String, run: &Run, top: f64, bottom: f64) {
     let mut decade = low_decade;
     while decade <= high_decade {
         let value = 10f64.powf(decade);
-        let _ = writeln!(
-            out,
-            "<line x1=\"{LEFT}\" x2=\"{RIGHT}\" y1=\"{0:.1}\" y2=\"{0:.1}\" stroke=\"#e4e4e4\"/>\
-             <text x=\"{1}\" y=\"{2:.1}\" text-anchor=\"end\" fill=\"#555555\">{3}</text>",
-            y(value),
-            LEFT - 8.0,
-            y(value) + 4.0,
-            decade_text(value)
-        );
+        grid_line(out, y(value), &decade_text(value));
         decade += 1.0;
     }
     let blocked_row = top - 14.0;
@@ -356,6 +340,19 @@ fn lines(out: &mut String, run: &Run, top: f64, bottom: f64) {
     }
 }
 // ANCHOR_END: lines
+
+/// One horizontal line of a chart's grid, across the plot at height `y`, with its value's
+/// `label` in the left margin.
+fn grid_line(out: &mut String, y: f64, label: &str) {
+    let _ = writeln!(
+        out,
+        "<line x1=\"{LEFT}\" x2=\"{RIGHT}\" y1=\"{0:.1}\" y2=\"{0:.1}\" stroke=\"#e4e4e4\"/>\
+         <text x=\"{1}\" y=\"{2:.1}\" text-anchor=\"end\" fill=\"#555555\">{label}</text>",
+        y,
+        LEFT - 8.0,
+        y + 4.0,
+    );
+}
 
 /// A round top for an axis and a step between ticks (1, 2 or 5 times a power of ten).
 fn nice_scale(largest: f64) -> (f64, f64) {

@@ -289,9 +289,9 @@ fn run(options: &Options, args: &[String]) -> Result<(), String> {
         .map(|scenario| scenario.idle)
         .max()
         .unwrap_or(0);
-    if let Some((soft, _)) = targets::open_files_limits() {
+    if let Some(soft) = suite::resources::own_descriptor_limits().map(|limits| limits.soft) {
         // Ours: the idle connections, the generator's, and a few to spare.
-        if (soft as usize) < most_idle + 100 {
+        if soft < most_idle as u64 + 100 {
             eprintln!(
                 "bench: warning: this process may open only {soft} files, and the idle \
                  scenarios need {most_idle} connections; raise it first (`ulimit -n 20000`)"
@@ -482,7 +482,7 @@ fn find_workspace() -> Result<PathBuf, String> {
 fn smoke_test(server: &Target, site: &Site) -> Result<(), String> {
     let running = server.start(site)?;
     match probes::get(running.address, "/hello", probes::PROBE_LIMIT)? {
-        (200, body) if body == "Hello, world!\n" => Ok(()),
+        (200, body) if body.as_bytes() == suite::probes::HELLO => Ok(()),
         (status, body) => Err(format!("/hello answered {status} {body:?}")),
     }
 }

@@ -80,11 +80,10 @@ impl Server {
         self.guard.pid()
     }
 
-    /// The server's peak resident memory so far, in KiB (`VmHWM`: the "high water mark").
+    /// The server's peak resident memory so far, in KiB (`VmHWM`: the "high water mark",
+    /// read by the suite's [`suite::resources::memory`]).
     pub fn peak_rss_kib(&self) -> Option<u64> {
-        let status = fs::read_to_string(format!("/proc/{}/status", self.pid())).ok()?;
-        let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
-        line.split_whitespace().nth(1)?.parse().ok()
+        suite::resources::memory(self.pid()).map(|memory| memory.peak / 1024)
     }
 }
 
@@ -346,27 +345,15 @@ fn free_port() -> Result<u16, String> {
         .map_err(|error| error.to_string())
 }
 
-/// How many files this process may have open: (soft limit, hard limit), as
-/// `/proc/self/limits` reports them. The soft limit is what applies; a process may raise
-/// it up to the hard limit (nginx does, with `worker_rlimit_nofile`). Each idle
-/// connection costs one descriptor on each side.
-pub fn open_files_limits() -> Option<(u64, u64)> {
-    let limits = fs::read_to_string("/proc/self/limits").ok()?;
-    let line = limits
-        .lines()
-        .find(|line| line.starts_with("Max open files"))?;
-    // "unlimited" does not parse as a number: then we don't say.
-    let mut numbers = line.split_whitespace().filter_map(|word| word.parse().ok());
-    Some((numbers.next()?, numbers.next()?))
-}
-
 // ANCHOR: nginx_config
 /// nginx made comparable to a chapter: one process that serves (its PID is the one we
 /// measure), the same routes and file, no access log to write, and keep-alive and header
 /// timeouts long enough for every scenario.
 fn nginx_config(folder: &Path, root: &Path, port: u16, status_page: bool) -> String {
-    let connections = open_files_limits()
-        .map_or(1024, |(_, hard)| hard)
+    // nginx raises its own soft limit up to our hard one (`worker_rlimit_nofile`); each
+    // idle connection costs it one descriptor.
+    let connections = suite::resources::own_descriptor_limits()
+        .map_or(1024, |limits| limits.hard)
         .min(65_536);
     // `/stats` like the chapters': "Active connections: N" tells us idle clients are in.
     let stats = if status_page {
