@@ -41,6 +41,7 @@ const MAX_PENDING_OUTPUT: usize = 1024 * 1024;
 /// that an idle keep-alive connection does not sit on megabytes. Below it, it is reused.
 const KEEP_CAPACITY: usize = 64 * 1024;
 
+// ANCHOR: state
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     /// Taking requests. Answers to them are sent as they are ready, meanwhile.
@@ -54,6 +55,7 @@ enum State {
     /// the socket.
     Done,
 }
+// ANCHOR_END: state
 
 // ANCHOR: connection
 pub struct Connection {
@@ -66,7 +68,7 @@ pub struct Connection {
     state: State,
     /// The client shut its sending side (we read end-of-file).
     peer_closed: bool,
-    /// Bytes thrown away after the last request (see `on_readable`).
+    /// Bytes thrown away after the last request (see `read_available`).
     discarded: usize,
 }
 // ANCHOR_END: connection
@@ -84,7 +86,7 @@ impl Connection {
         }
     }
 
-    pub fn is_done(&self) -> bool {
+    fn is_done(&self) -> bool {
         self.state == State::Done
     }
 
@@ -100,7 +102,7 @@ impl Connection {
 
     // ANCHOR: interest
     /// What the loop should watch for on this socket.
-    pub fn interest(&self) -> Interest {
+    fn interest(&self) -> Interest {
         let mut interest = Interest::NONE;
         // Readable, always: that is also how we learn that a client went away. Except
         // after end-of-file, which stays "readable" forever and would make `poll` return
@@ -183,6 +185,7 @@ impl Connection {
     /// usually in one `write`.
     fn try_respond(&mut self, event_loop: &EventLoop<Server>, server: &mut Server) {
         let mut start = 0; // where the next unanswered request begins in `received`
+        let mut blocked = false; // the client is not taking our output: sending can wait
         while self.state == State::Reading {
             if self.pending_output() > MAX_PENDING_OUTPUT {
                 // A lot of output has piled up (a big file, or a client pipelining
@@ -190,9 +193,10 @@ impl Connection {
                 // leave the remaining requests in `received` until it does.
                 self.send();
                 if self.pending_output() > MAX_PENDING_OUTPUT {
+                    blocked = true;
                     break;
                 }
-                continue; // `send` may have finished the connection
+                continue; // sent enough: answer the requests held back
             }
             let (response, version, head_only, keep_alive, consumed) =
                 match http::parse(&self.received[start..]) {
@@ -245,8 +249,11 @@ impl Connection {
             recycle(&mut self.received);
         }
         // Try at once instead of waiting a turn: usually the whole response fits in the
-        // socket's send buffer and we are done without ever asking for writable.
-        self.send();
+        // socket's send buffer and we are done without ever asking for writable. (Not if
+        // the client has just refused more: `interest` asks for writable instead.)
+        if !blocked {
+            self.send();
+        }
     }
     // ANCHOR_END: try_respond
 
@@ -293,6 +300,7 @@ impl Connection {
     }
     // ANCHOR_END: send
 
+    // ANCHOR: start_lingering
     /// Closes without losing the response. Closing while the client still has bytes on
     /// their way to us (a pipelined request, the rest of a rejected body) makes the kernel
     /// send a reset, which can destroy the response before the client has read it. So we
@@ -306,6 +314,7 @@ impl Connection {
             State::Lingering
         };
     }
+    // ANCHOR_END: start_lingering
 
     // ANCHOR: after_event
     /// After every callback: finish if there is nothing left to do, otherwise tell the

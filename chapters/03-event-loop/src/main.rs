@@ -102,16 +102,13 @@ fn main() {
 
 // ANCHOR: stats
 impl Server {
-    /// The numbers `/stats` shows. Every registration is a connection except the signal
-    /// pipe and the listener (while it is open). Counting this way stays right even when
-    /// the loop closes a connection on its own, after a panic.
+    /// The numbers `/stats` shows. The open connections are the registrations whose
+    /// handler is a `Connection`: not the signal pipe, not the listener.
+    /// Asking the loop, rather than keeping a count of our own, stays right even when the
+    /// loop closes a connection on its own, after a panic.
     fn stats(&self, event_loop: &EventLoop<Server>) -> Stats {
-        let listening = self
-            .listener
-            .is_some_and(|token| event_loop.contains(token));
-        let connections_open = event_loop.len().saturating_sub(1 + usize::from(listening));
         Stats {
-            connections_open: connections_open as u64,
+            connections_open: event_loop.count::<Connection>() as u64,
             requests_served: self.requests_served,
             loop_turns: event_loop.turns(),
             ..Stats::default() // no timers, no jobs: chapters 4 and 6
@@ -255,7 +252,7 @@ fn drain(event_loop: &mut EventLoop<Server>, server: &mut Server) {
 
 /// Setup failed: a one-line error and exit status 1, as for a port in use.
 fn fail(what: &str, error: io::Error) -> ! {
-    eprintln!("ch03-event-loop: {what}: {error}");
+    eprintln!("{}: {what}: {error}", env!("CARGO_PKG_NAME"));
     exit(1);
 }
 

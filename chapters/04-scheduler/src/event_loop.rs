@@ -24,8 +24,8 @@
 //! may wait, wait in `poll` (the only place the program waits), run the callback of each
 //! descriptor that is ready, then the timers that are due, then, if nothing was ready, the
 //! idle callbacks. The waiting itself lives behind a four-method interface in
-//! `poll_backend.rs`, so a later chapter can swap `poll(2)` for `epoll` without touching
-//! this file.
+//! `poll_backend.rs`, so `poll` could be swapped for `epoll` (an exercise) without
+//! touching this file.
 //!
 //! Three things real loops get right, and so does this one, each explained where it
 //! happens: an event for a registration that an earlier callback of the same turn removed
@@ -203,8 +203,6 @@ pub struct EventLoop<S: SharedState> {
     slots: Vec<Slot<S>>,
     /// Indexes of empty slots, to reuse before growing `slots`.
     free: Vec<u32>,
-    /// How many slots hold a registration.
-    registered: usize,
     /// How many registrations there are of each handler type (see [`EventLoop::count`]).
     kinds: HashMap<TypeId, usize>,
     /// What the last `poll` reported. Kept between turns so its memory is reused.
@@ -223,7 +221,6 @@ impl<S: SharedState> EventLoop<S> {
             poller: Poller::new(),
             slots: Vec::new(),
             free: Vec::new(),
-            registered: 0,
             kinds: HashMap::new(),
             events: Vec::new(),
             timers: Timers::new(),
@@ -271,7 +268,6 @@ impl<S: SharedState> EventLoop<S> {
             kind: TypeId::of::<H>(),
             handler: Some(Box::new(handler)),
         });
-        self.registered += 1;
         *self.kinds.entry(TypeId::of::<H>()).or_default() += 1;
         Ok(token)
     }
@@ -311,7 +307,6 @@ impl<S: SharedState> EventLoop<S> {
         // that are not delivered yet, now names nothing.
         slot.generation = slot.generation.wrapping_add(1);
         self.free.push(token.index);
-        self.registered -= 1;
         if let Some(count) = self.kinds.get_mut(&registration.kind) {
             *count -= 1;
         }
@@ -329,20 +324,9 @@ impl<S: SharedState> EventLoop<S> {
     }
     // ANCHOR_END: register
 
-    /// Is `token` still registered?
-    pub fn contains(&self, token: Token) -> bool {
-        self.slots
-            .get(token.index as usize)
-            .is_some_and(|slot| slot.generation == token.generation && slot.registration.is_some())
-    }
-
-    /// How many descriptors are registered.
-    pub fn len(&self) -> usize {
-        self.registered
-    }
-
-    /// How many registrations have a handler of type `H` (for `/stats`, which must not
-    /// count the sockets to the upstream as connections).
+    /// How many registrations have a handler of type `H`. `/stats` counts its open
+    /// connections this way: the registrations whose handler is a `Connection`, whatever
+    /// else the loop is watching.
     pub fn count<H: 'static>(&self) -> usize {
         self.kinds.get(&TypeId::of::<H>()).copied().unwrap_or(0)
     }
@@ -422,13 +406,9 @@ impl<S: SharedState> EventLoop<S> {
         events.clear();
 
         // 1. How long may we wait? Until the nearest timer is due, and no longer than the
-        //    caller allows. With no timers and no limit, as long as it takes.
-        //
-        //    Time comes from `Instant`, the monotonic clock, here and everywhere in the
-        //    loop. Redis measured its timers with the wall clock, which people and NTP set
-        //    back and forth, and had to guard against it: when the clock seemed to run
-        //    backwards, `ae.c` fired every timer at once rather than let them wait for the
-        //    clock to catch up. The monotonic clock only moves forward: nothing to guard.
+        //    caller allows. With no timers and no limit, as long as it takes. (Time comes
+        //    from `Instant`, here and everywhere in the loop: a monotonic clock, see
+        //    timers.rs.)
         let timeout = match (timeout, self.timers.next_timeout(Instant::now())) {
             (Some(limit), Some(next_timer)) => Some(limit.min(next_timer)),
             (limit, next_timer) => limit.or(next_timer),
@@ -747,7 +727,7 @@ mod tests {
             "only the first callback runs: {:?}",
             state.log
         );
-        assert_eq!(event_loop.len(), 1);
+        assert_eq!(event_loop.count::<Probe>(), 1);
     }
 
     #[test]
@@ -803,7 +783,7 @@ mod tests {
             Interest::READABLE,
             Box::new(|_, _, _| panic!("a bug in one handler (this panic is expected)")),
         );
-        let (good, peer_good) =
+        let (_good, peer_good) =
             register_probe(&mut event_loop, "good", Interest::READABLE, nothing());
 
         turn(&mut event_loop, &mut state);
@@ -813,11 +793,11 @@ mod tests {
             "the loop went on"
         );
         assert!(
-            !event_loop.contains(bad),
-            "the panicking handler is deregistered"
+            !event_loop.deregister(bad),
+            "the panicking handler is deregistered already"
         );
         assert!(closed(&peer_bad), "and dropped, which closed its socket");
-        assert!(event_loop.contains(good));
+        assert_eq!(event_loop.count::<Probe>(), 1, "the good one stays");
         assert!(!closed(&peer_good));
 
         // And the loop keeps working: the good one is still readable (we never read the byte).
@@ -877,7 +857,7 @@ mod tests {
 
         turn(&mut event_loop, &mut state);
         assert_eq!(state.log, ["first readable"]);
-        assert!(event_loop.contains(second), "muted, not removed");
+        assert_eq!(event_loop.count::<Probe>(), 2, "muted, not removed");
     }
 
     #[test]
@@ -893,9 +873,12 @@ mod tests {
         turn(&mut event_loop, &mut state);
         // Its writable event of the same turn was not delivered: it was gone by then.
         assert_eq!(state.log, ["p readable"]);
-        assert!(!event_loop.contains(token));
+        assert!(
+            !event_loop.deregister(token),
+            "gone once its callback returned"
+        );
         assert!(closed(&peer));
-        assert_eq!(event_loop.len(), 0);
+        assert_eq!(event_loop.count::<Probe>(), 0);
     }
 
     #[test]
@@ -945,7 +928,7 @@ mod tests {
                 .set_interest(token, Interest::NONE)
                 .expect("set_interest");
         });
-        let (token, _peer) = register_probe(&mut event_loop, "p", Interest::READABLE, mute);
+        let (_token, _peer) = register_probe(&mut event_loop, "p", Interest::READABLE, mute);
         event_loop.add_idle("idle");
         event_loop.add_timer(Duration::ZERO, "timer");
         // Idle work is queued, so `poll` does not sleep; the socket is ready anyway.
@@ -957,7 +940,7 @@ mod tests {
         );
         turn(&mut event_loop, &mut state);
         assert_eq!(state.log, ["p readable", "state timer", "state idle"]);
-        assert!(event_loop.contains(token));
+        assert_eq!(event_loop.count::<Probe>(), 1);
     }
 
     #[test]

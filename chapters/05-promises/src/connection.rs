@@ -62,6 +62,7 @@ const MAX_QUEUED_INPUT: usize = 64 * 1024;
 const KEEP_CAPACITY: usize = 64 * 1024;
 // ANCHOR_END: limits
 
+// ANCHOR: state
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     /// Taking requests. Answers to them are sent as they are ready, meanwhile.
@@ -75,6 +76,7 @@ enum State {
     /// the socket.
     Done,
 }
+// ANCHOR_END: state
 
 // ANCHOR: connection
 pub struct Connection {
@@ -87,7 +89,7 @@ pub struct Connection {
     state: State,
     /// The client shut its sending side (we read end-of-file).
     peer_closed: bool,
-    /// Bytes thrown away after the last request (see `on_readable`).
+    /// Bytes thrown away after the last request (see `read_available`).
     discarded: usize,
     /// "Waiting for effect": a request whose answer will come from a timer or from the
     /// upstream. Until it does, the requests behind it wait in `received`.
@@ -131,7 +133,7 @@ impl Connection {
         }
     }
 
-    pub fn is_done(&self) -> bool {
+    fn is_done(&self) -> bool {
         self.state == State::Done
     }
 
@@ -150,7 +152,7 @@ impl Connection {
 
     // ANCHOR: interest
     /// What the loop should watch for on this socket.
-    pub fn interest(&self) -> Interest {
+    fn interest(&self) -> Interest {
         let mut interest = Interest::NONE;
         // Readable, always: that is also how we learn that a client went away. Except
         // after end-of-file, which stays "readable" forever and would make `poll` return
@@ -240,6 +242,7 @@ impl Connection {
         server: &mut Server,
     ) {
         let mut start = 0; // where the next unanswered request begins in `received`
+        let mut blocked = false; // the client is not taking our output: sending can wait
         while self.state == State::Reading && self.waiting.is_none() {
             if self.pending_output() > MAX_PENDING_OUTPUT {
                 // A lot of output has piled up (a big file, or a client pipelining
@@ -247,9 +250,10 @@ impl Connection {
                 // leave the remaining requests in `received` until it does.
                 self.send();
                 if self.pending_output() > MAX_PENDING_OUTPUT {
+                    blocked = true;
                     break;
                 }
-                continue; // `send` may have finished the connection
+                continue; // sent enough: answer the requests held back
             }
             let (reply, version, head_only, keep_alive, consumed) =
                 match http::parse(&self.received[start..]) {
@@ -307,8 +311,11 @@ impl Connection {
             recycle(&mut self.received);
         }
         // Try at once instead of waiting a turn: usually the whole response fits in the
-        // socket's send buffer and we are done without ever asking for writable.
-        self.send();
+        // socket's send buffer and we are done without ever asking for writable. (Not if
+        // the client has just refused more: `interest` asks for writable instead.)
+        if !blocked {
+            self.send();
+        }
     }
     // ANCHOR_END: try_respond
 
@@ -360,9 +367,13 @@ impl Connection {
         };
         // What lost the race, if anything, is still running: a 5 s timer, a socket.
         waiting.effect.cancel(event_loop);
-        let (version, head_only, keep_alive) =
-            (waiting.version, waiting.head_only, waiting.keep_alive);
-        self.respond(&response, version, head_only, keep_alive, server);
+        self.respond(
+            &response,
+            waiting.version,
+            waiting.head_only,
+            waiting.keep_alive,
+            server,
+        );
     }
 
     // ANCHOR: deadline
@@ -373,14 +384,7 @@ impl Connection {
     fn deadline(&self, config: &Config) -> Option<Instant> {
         let timeout = match self.state {
             // An idle keep-alive connection: it may send its next request, or go.
-            State::Reading
-                if self.waiting.is_none()
-                    && self.pending_output() == 0
-                    && self.received.is_empty()
-                    && self.answered_before =>
-            {
-                config.keep_alive_timeout
-            }
+            State::Reading if self.is_idle() && self.answered_before => config.keep_alive_timeout,
             // A new client, or a request under way. (The parser tells us only "complete"
             // or not, so a body counts as part of the head here: a client that trickles
             // in a body one byte at a time is the same attack.)
@@ -420,14 +424,12 @@ impl Connection {
     // ANCHOR_END: deadline
 
     // ANCHOR: timeouts
-    /// The deadline timer fired: the client took too long.
+    /// The deadline timer fired: the client took too long. (No need to check the deadline
+    /// again: `keep_deadline` replaces the timer whenever the deadline moves, so a timer
+    /// that fires is always for the current one.)
     fn deadline_passed(&mut self, server: &mut Server) {
         self.deadline_timer = None; // a one-off timer is gone once it has fired
-        let now = Instant::now();
-        if !self.deadline(&server.config).is_some_and(|due| due <= now) {
-            return; // it moved just in time; `after_event` sets a timer for the new one
-        }
-        if self.state == State::Reading && !(self.received.is_empty() && self.answered_before) {
+        if self.state == State::Reading && !(self.is_idle() && self.answered_before) {
             // It connected or started a request, and has not sent a whole one in time:
             // perhaps slow, perhaps slowloris, holding a connection with a trickle of
             // bytes. 408, then close. What it did send is thrown away.
@@ -510,6 +512,7 @@ impl Connection {
     }
     // ANCHOR_END: send
 
+    // ANCHOR: start_lingering
     /// Closes without losing the response. Closing while the client still has bytes on
     /// their way to us (a pipelined request, the rest of a rejected body) makes the kernel
     /// send a reset, which can destroy the response before the client has read it. So we
@@ -523,6 +526,7 @@ impl Connection {
             State::Lingering
         };
     }
+    // ANCHOR_END: start_lingering
 
     // ANCHOR: after_event
     /// After every callback: finish if there is nothing left to do, otherwise tell the

@@ -33,8 +33,8 @@
 //! may wait, wait in `poll` (the only place the program waits), run the callback of each
 //! descriptor that is ready, then the timers that are due, then the promise callbacks all
 //! of that made ready, then, if nothing was ready, the idle callbacks. The waiting itself
-//! lives behind a four-method interface in `poll_backend.rs`, so a later chapter can swap
-//! `poll(2)` for `epoll` without touching this file.
+//! lives behind a four-method interface in `poll_backend.rs`, so `poll` could be swapped
+//! for `epoll` (an exercise) without touching this file.
 //!
 //! Three things real loops get right, and so does this one, each explained where it
 //! happens: an event for a registration that an earlier callback of the same turn removed
@@ -259,8 +259,6 @@ pub struct EventLoop<S: SharedState> {
     slots: Vec<Slot<S>>,
     /// Indexes of empty slots, to reuse before growing `slots`.
     free: Vec<u32>,
-    /// How many slots hold a registration.
-    registered: usize,
     /// How many registrations there are of each handler type (see [`EventLoop::count`]).
     kinds: HashMap<TypeId, usize>,
     /// What the last `poll` reported. Kept between turns so its memory is reused.
@@ -286,7 +284,6 @@ impl<S: SharedState> EventLoop<S> {
             poller: Poller::new(),
             slots: Vec::new(),
             free: Vec::new(),
-            registered: 0,
             kinds: HashMap::new(),
             events: Vec::new(),
             timers: Timers::new(),
@@ -339,7 +336,6 @@ impl<S: SharedState> EventLoop<S> {
             kind: TypeId::of::<H>(),
             handler: Some(Box::new(handler)),
         });
-        self.registered += 1;
         *self.kinds.entry(TypeId::of::<H>()).or_default() += 1;
         Ok(token)
     }
@@ -379,7 +375,6 @@ impl<S: SharedState> EventLoop<S> {
         // that are not delivered yet, now names nothing.
         slot.generation = slot.generation.wrapping_add(1);
         self.free.push(token.index);
-        self.registered -= 1;
         if let Some(count) = self.kinds.get_mut(&registration.kind) {
             *count -= 1;
         }
@@ -397,20 +392,9 @@ impl<S: SharedState> EventLoop<S> {
     }
     // ANCHOR_END: register
 
-    /// Is `token` still registered?
-    pub fn contains(&self, token: Token) -> bool {
-        self.slots
-            .get(token.index as usize)
-            .is_some_and(|slot| slot.generation == token.generation && slot.registration.is_some())
-    }
-
-    /// How many descriptors are registered.
-    pub fn len(&self) -> usize {
-        self.registered
-    }
-
-    /// How many registrations have a handler of type `H` (for `/stats`, which must not
-    /// count the sockets to the upstream as connections).
+    /// How many registrations have a handler of type `H`. `/stats` counts its open
+    /// connections this way: the registrations whose handler is a `Connection`, whatever
+    /// else the loop is watching.
     pub fn count<H: 'static>(&self) -> usize {
         self.kinds.get(&TypeId::of::<H>()).copied().unwrap_or(0)
     }
@@ -523,13 +507,9 @@ impl<S: SharedState> EventLoop<S> {
         events.clear();
 
         // 1. How long may we wait? Until the nearest timer is due, and no longer than the
-        //    caller allows. With no timers and no limit, as long as it takes.
-        //
-        //    Time comes from `Instant`, the monotonic clock, here and everywhere in the
-        //    loop. Redis measured its timers with the wall clock, which people and NTP set
-        //    back and forth, and had to guard against it: when the clock seemed to run
-        //    backwards, `ae.c` fired every timer at once rather than let them wait for the
-        //    clock to catch up. The monotonic clock only moves forward: nothing to guard.
+        //    caller allows. With no timers and no limit, as long as it takes. (Time comes
+        //    from `Instant`, here and everywhere in the loop: a monotonic clock, see
+        //    timers.rs.)
         let timeout = match (timeout, self.timers.next_timeout(Instant::now())) {
             (Some(limit), Some(next_timer)) => Some(limit.min(next_timer)),
             (limit, next_timer) => limit.or(next_timer),
@@ -609,6 +589,8 @@ impl<S: SharedState> EventLoop<S> {
         let ran =
             panic::catch_unwind(AssertUnwindSafe(|| self.ready.run_ready())).unwrap_or_else(|_| {
                 eprintln!("a promise callback panicked; the chains of its batch end");
+                // At least the callback that panicked ran: a turn that ran callbacks is not
+                // idle, so step 6 below waits for a quieter one.
                 1
             });
         if ran > 0 {
@@ -902,7 +884,7 @@ mod tests {
             "only the first callback runs: {:?}",
             state.log
         );
-        assert_eq!(event_loop.len(), 1);
+        assert_eq!(event_loop.count::<Probe>(), 1);
     }
 
     #[test]
@@ -958,7 +940,7 @@ mod tests {
             Interest::READABLE,
             Box::new(|_, _, _| panic!("a bug in one handler (this panic is expected)")),
         );
-        let (good, peer_good) =
+        let (_good, peer_good) =
             register_probe(&mut event_loop, "good", Interest::READABLE, nothing());
 
         turn(&mut event_loop, &mut state);
@@ -968,11 +950,11 @@ mod tests {
             "the loop went on"
         );
         assert!(
-            !event_loop.contains(bad),
-            "the panicking handler is deregistered"
+            !event_loop.deregister(bad),
+            "the panicking handler is deregistered already"
         );
         assert!(closed(&peer_bad), "and dropped, which closed its socket");
-        assert!(event_loop.contains(good));
+        assert_eq!(event_loop.count::<Probe>(), 1, "the good one stays");
         assert!(!closed(&peer_good));
 
         // And the loop keeps working: the good one is still readable (we never read the byte).
@@ -1032,7 +1014,7 @@ mod tests {
 
         turn(&mut event_loop, &mut state);
         assert_eq!(state.log, ["first readable"]);
-        assert!(event_loop.contains(second), "muted, not removed");
+        assert_eq!(event_loop.count::<Probe>(), 2, "muted, not removed");
     }
 
     #[test]
@@ -1048,9 +1030,12 @@ mod tests {
         turn(&mut event_loop, &mut state);
         // Its writable event of the same turn was not delivered: it was gone by then.
         assert_eq!(state.log, ["p readable"]);
-        assert!(!event_loop.contains(token));
+        assert!(
+            !event_loop.deregister(token),
+            "gone once its callback returned"
+        );
         assert!(closed(&peer));
-        assert_eq!(event_loop.len(), 0);
+        assert_eq!(event_loop.count::<Probe>(), 0);
     }
 
     #[test]
@@ -1064,19 +1049,28 @@ mod tests {
         assert_eq!(event_loop.turns(), 1);
     }
 
+    /// Turns the loop until `done` holds. Each turn may wait at most 5 s, and we give up
+    /// after 10 turns: a broken loop fails the assertions that follow, never hangs.
+    fn turn_until(
+        event_loop: &mut EventLoop<State>,
+        state: &mut State,
+        done: impl Fn(&State) -> bool,
+    ) {
+        while !done(state) && event_loop.turns() < 10 {
+            event_loop
+                .turn(Some(Duration::from_secs(5)), state)
+                .expect("turn");
+        }
+    }
+
     #[test]
     fn a_due_timer_ends_the_wait_and_the_loop_does_not_spin_meanwhile() {
         let mut event_loop = EventLoop::new();
         let mut state = State::default();
         let started = Instant::now();
         event_loop.add_timer(Duration::from_millis(50), "due");
-        // Nothing is registered, so only the timer can end the wait. Each turn may wait
-        // at most 5 s, and we give up after 10 turns: a broken loop fails, never hangs.
-        while state.log.is_empty() && event_loop.turns() < 10 {
-            event_loop
-                .turn(Some(Duration::from_secs(5)), &mut state)
-                .expect("turn");
-        }
+        // Nothing is registered, so only the timer can end the wait.
+        turn_until(&mut event_loop, &mut state, |state| !state.log.is_empty());
         let waited = started.elapsed();
         assert_eq!(state.log, ["state due"]);
         assert!(
@@ -1100,7 +1094,7 @@ mod tests {
                 .set_interest(token, Interest::NONE)
                 .expect("set_interest");
         });
-        let (token, _peer) = register_probe(&mut event_loop, "p", Interest::READABLE, mute);
+        let (_token, _peer) = register_probe(&mut event_loop, "p", Interest::READABLE, mute);
         event_loop.add_idle("idle");
         event_loop.add_timer(Duration::ZERO, "timer");
         // Idle work is queued, so `poll` does not sleep; the socket is ready anyway.
@@ -1112,7 +1106,7 @@ mod tests {
         );
         turn(&mut event_loop, &mut state);
         assert_eq!(state.log, ["p readable", "state timer", "state idle"]);
-        assert!(event_loop.contains(token));
+        assert_eq!(event_loop.count::<Probe>(), 1);
     }
 
     #[test]
@@ -1143,23 +1137,21 @@ mod tests {
         Rc::default()
     }
 
+    /// A chain's last step that writes the chain's outcome to `log`.
+    fn record<T: fmt::Debug>(log: &Rc<RefCell<Vec<String>>>) -> impl FnOnce(Result<T, Abandoned>) {
+        let log = Rc::clone(log);
+        move |outcome| log.borrow_mut().push(format!("{outcome:?}"))
+    }
+
     #[test]
     fn a_delay_resolves_after_its_time_and_its_chain_runs_in_the_next_turns() {
         let mut event_loop = EventLoop::new();
         let mut state = State::default();
         let log = promise_log();
-        let seen = log.clone();
         let started = Instant::now();
         let (_id, promise) = event_loop.delay::<Abandoned>(Duration::from_millis(50));
-        promise
-            .then(|()| "slept")
-            .on_settled(move |outcome| seen.borrow_mut().push(format!("{outcome:?}")));
-        // Each turn may wait at most 5 s; ten turns at most: a broken loop fails, never hangs.
-        while log.borrow().is_empty() && event_loop.turns() < 10 {
-            event_loop
-                .turn(Some(Duration::from_secs(5)), &mut state)
-                .expect("turn");
-        }
+        promise.then(|()| "slept").on_settled(record(&log));
+        turn_until(&mut event_loop, &mut state, |_| !log.borrow().is_empty());
         let waited = started.elapsed();
         assert_eq!(*log.borrow(), ["Ok(\"slept\")"]);
         assert!(
@@ -1178,13 +1170,12 @@ mod tests {
         let mut event_loop = EventLoop::new();
         let mut state = State::default();
         let log = promise_log();
-        let seen = log.clone();
         let (deferred, promise) = Deferred::<i32, Abandoned>::new(event_loop.ready());
         promise
             .then(|n| n + 1)
             .then(|n| n * 10)
             .then(|n| format!("got {n}"))
-            .on_settled(move |outcome| seen.borrow_mut().push(format!("{outcome:?}")));
+            .on_settled(record(&log));
         deferred.resolve(4);
         let started = Instant::now();
         // Nothing is registered and no timer is pending: were the loop to sleep with
@@ -1202,11 +1193,8 @@ mod tests {
         let mut event_loop = EventLoop::new();
         let mut state = State::default();
         let log = promise_log();
-        let seen = log.clone();
         let (id, promise) = event_loop.delay::<Abandoned>(Duration::from_secs(60));
-        promise
-            .then(|()| "never")
-            .on_settled(move |outcome| seen.borrow_mut().push(format!("{outcome:?}")));
+        promise.then(|()| "never").on_settled(record(&log));
         assert_eq!(event_loop.timers_pending(), 1);
         assert!(event_loop.cancel_timer(id));
         assert_eq!(event_loop.timers_pending(), 0);
@@ -1239,11 +1227,10 @@ mod tests {
         let mut event_loop = EventLoop::new();
         let mut state = State::default();
         let log = promise_log();
-        let seen = log.clone();
         let (deferred, promise) = Deferred::<i32, Abandoned>::new(event_loop.ready());
         promise
             .then(|n| -> i32 { panic!("a bug in one step (this panic is expected): {n}") })
-            .on_settled(move |outcome| seen.borrow_mut().push(format!("{outcome:?}")));
+            .on_settled(record(&log));
         deferred.resolve(1);
         // The step panics in the first turn; its chain's end runs in the second.
         for _ in 0..2 {

@@ -48,7 +48,7 @@ use event_loop::{EventLoop, Handler, Interest, SharedState, Token};
 use promise::{Abandoned, Promise};
 use signals::Signals;
 use timers::TimerId;
-use upstream::{Fetch, UpstreamSocket};
+use upstream::Fetch;
 
 /// How long a graceful shutdown waits for the responses in flight.
 const GRACE_PERIOD: Duration = Duration::from_secs(5);
@@ -180,18 +180,14 @@ fn main() {
 
 // ANCHOR: stats
 impl Server {
-    /// The numbers `/stats` shows. Every registration is a connection except the signal
-    /// pipe, the listener (while it is open) and, new in chapter 4, the sockets we open
-    /// to the upstream. Counting this way stays right even when the loop closes a
-    /// connection on its own, after a panic.
+    /// The numbers `/stats` shows. The open connections are the registrations whose
+    /// handler is a `Connection`: not the signal pipe, not the listener, and not (new in
+    /// chapter 4) the sockets we open to the upstream.
+    /// Asking the loop, rather than keeping a count of our own, stays right even when the
+    /// loop closes a connection on its own, after a panic.
     fn stats(&self, event_loop: &EventLoop<Server>) -> Stats {
-        let listening = self
-            .listener
-            .is_some_and(|token| event_loop.contains(token));
-        let others = 1 + usize::from(listening) + event_loop.count::<UpstreamSocket>();
-        let connections_open = event_loop.len().saturating_sub(others);
         Stats {
-            connections_open: connections_open as u64,
+            connections_open: event_loop.count::<Connection>() as u64,
             requests_served: self.requests_served,
             loop_turns: event_loop.turns(),
             timers_pending: event_loop.timers_pending() as u64,
@@ -389,7 +385,7 @@ fn drain(event_loop: &mut EventLoop<Server>, server: &mut Server) {
 
 /// Setup failed: a one-line error and exit status 1, as for a port in use.
 fn fail(what: &str, error: io::Error) -> ! {
-    eprintln!("ch05-promises: {what}: {error}");
+    eprintln!("{}: {what}: {error}", env!("CARGO_PKG_NAME"));
     exit(1);
 }
 

@@ -2,8 +2,8 @@
 //!
 //! Redis keeps one file per way of waiting (`ae_select.c`, `ae_epoll.c`, `ae_kqueue.c`),
 //! each behind the same four functions: add a descriptor, change it, delete it, wait. The
-//! event loop (`event_loop.rs`) only ever calls those four, so swapping `poll` for `epoll`
-//! in a later chapter means writing a new file with the same methods, and nothing else.
+//! event loop (`event_loop.rs`) only ever calls those four, so `poll` could be swapped
+//! for `epoll` (an exercise) by writing a new file with the same methods, and nothing else.
 //!
 //! `poll` itself keeps no memory between calls: each call we hand it the whole list of
 //! descriptors and what we want from each. So this backend keeps that list, an array of

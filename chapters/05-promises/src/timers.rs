@@ -1,6 +1,6 @@
 //! Timers: "call me back in 5 seconds", "call me every second", "call me when you're idle".
 //!
-//! Until chapter 3 the loop could only wait for sockets. A `/sleep?ms=500` had to block the
+//! Up to chapter 3 the loop could only wait for sockets. A `/sleep?ms=500` had to block the
 //! whole thread, and a client that never finished its request could hold a connection open
 //! forever. This file gives the loop a second thing to wait for: time. It is the piece Redis
 //! calls "time events" in `ae.c`, and what `setTimeout`, `setInterval` and `setImmediate`
@@ -17,8 +17,8 @@
 //! The queue does not store closures that would need to capture the server (they could not:
 //! the server is borrowed mutably while they run). It stores a *payload* of any type `T`,
 //! and the loop decides what a payload means. The server uses a small enum (`RefreshDate`,
-//! `Deadline`, ...: see `Timer` in `main.rs`); a `Box<dyn FnOnce(&mut Server)>` would work
-//! just as well.
+//! `Deadline`, ...: see `Timer` in `main.rs`). `T` must be `Clone`: a periodic timer hands
+//! out a copy of its payload on every beat.
 //!
 //! Time is always passed in as `now: Instant` rather than read inside, so the tests below
 //! can use a fake clock and never sleep.
@@ -82,16 +82,8 @@ struct Scheduled {
 /// What we keep about a live timer.
 struct Timer<T> {
     payload: T,
-    /// `Some` for a periodic timer.
-    repeat: Option<Repeat<T>>,
-}
-
-struct Repeat<T> {
-    period: Duration,
-    /// How to copy the payload for each beat (`T::clone`). Keeping the function here means
-    /// only periodic timers need `T: Clone`, so one-off timers can carry payloads that can't
-    /// be cloned, such as a `Box<dyn FnOnce(&mut Server)>`.
-    copy_payload: fn(&T) -> T,
+    /// `Some` for a periodic timer: how long between beats.
+    period: Option<Duration>,
 }
 // ANCHOR_END: timers
 
@@ -104,7 +96,7 @@ pub struct Run {
     first_new_sequence: u64,
 }
 
-impl<T> Timers<T> {
+impl<T: Clone> Timers<T> {
     pub fn new() -> Self {
         Timers {
             queue: BinaryHeap::new(),
@@ -123,7 +115,7 @@ impl<T> Timers<T> {
             id,
             Timer {
                 payload,
-                repeat: None,
+                period: None,
             },
         );
         self.schedule(id, now + delay.min(LONGEST_DELAY));
@@ -134,21 +126,18 @@ impl<T> Timers<T> {
     ///
     /// Panics if `period` is zero: such a timer would be due on every turn and the loop would
     /// never sleep again. That is a bug in the caller, never something a client can cause.
-    pub fn add_periodic(&mut self, now: Instant, period: Duration, payload: T) -> TimerId
-    where
-        T: Clone,
-    {
+    pub fn add_periodic(&mut self, now: Instant, period: Duration, payload: T) -> TimerId {
         assert!(
             !period.is_zero(),
             "a periodic timer needs a period above zero"
         );
         let period = period.min(LONGEST_DELAY);
         let id = TimerId(self.next_sequence);
-        let repeat = Some(Repeat {
-            period,
-            copy_payload: T::clone,
-        });
-        self.live.insert(id, Timer { payload, repeat });
+        let timer = Timer {
+            payload,
+            period: Some(period),
+        };
+        self.live.insert(id, timer);
         self.schedule(id, now + period);
         id
     }
@@ -240,13 +229,13 @@ impl<T> Timers<T> {
             let Some(timer) = self.live.get(&due.id) else {
                 continue; // cancelled after it was scheduled: skip it
             };
-            let Some(repeat) = &timer.repeat else {
+            let Some(period) = timer.period else {
                 // A one-off timer fires once and is then forgotten.
                 let timer = self.live.remove(&due.id)?;
                 return Some((due.id, timer.payload));
             };
-            let payload = (repeat.copy_payload)(&timer.payload);
-            let next_deadline = next_beat(due.deadline, repeat.period, run.now);
+            let payload = timer.payload.clone();
+            let next_deadline = next_beat(due.deadline, period, run.now);
             self.schedule(due.id, next_deadline);
             return Some((due.id, payload));
         }
@@ -322,7 +311,7 @@ mod tests {
     }
 
     /// Every payload one run hands out, in order.
-    fn run_all<T>(timers: &mut Timers<T>, now: Instant) -> Vec<T> {
+    fn run_all<T: Clone>(timers: &mut Timers<T>, now: Instant) -> Vec<T> {
         let run = timers.start_run(now);
         std::iter::from_fn(|| timers.pop_due(run).map(|(_, payload)| payload)).collect()
     }
@@ -530,24 +519,5 @@ mod tests {
         timers.add_idle("later");
         assert_eq!(timers.take_idle(), ["later"]);
         assert_eq!(timers.next_timeout(at(0)), Some(ms(100)));
-    }
-
-    #[test]
-    fn payloads_can_be_closures_over_the_server_state() {
-        struct Server {
-            log: Vec<&'static str>,
-        }
-        /// What `Timers<T>` would hold: work to do later, given the server when it is due.
-        type Callback = Box<dyn FnOnce(&mut Server)>;
-        let at = clock();
-        let mut timers: Timers<Callback> = Timers::new();
-        timers.add(at(0), ms(2), Box::new(|s| s.log.push("two")));
-        timers.add(at(0), ms(1), Box::new(|s| s.log.push("one")));
-        let mut server = Server { log: Vec::new() };
-        let run = timers.start_run(at(5));
-        while let Some((_, callback)) = timers.pop_due(run) {
-            callback(&mut server);
-        }
-        assert_eq!(server.log, ["one", "two"]);
     }
 }

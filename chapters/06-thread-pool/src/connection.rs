@@ -43,6 +43,7 @@ use crate::event_loop::{EventLoop, Handler, Interest, Token};
 use crate::timers::TimerId;
 use crate::{Answer, Effect, Reply, Server, Timer};
 
+// ANCHOR: limits
 /// How much a lingering connection may send us before we stop being polite and close.
 const MAX_DISCARD: usize = 1024 * 1024;
 
@@ -59,7 +60,9 @@ const MAX_QUEUED_INPUT: usize = 64 * 1024;
 /// A buffer that grew beyond this (a big file, a big upload) is given back once empty, so
 /// that an idle keep-alive connection does not sit on megabytes. Below it, it is reused.
 const KEEP_CAPACITY: usize = 64 * 1024;
+// ANCHOR_END: limits
 
+// ANCHOR: state
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     /// Taking requests. Answers to them are sent as they are ready, meanwhile.
@@ -73,6 +76,7 @@ enum State {
     /// the socket.
     Done,
 }
+// ANCHOR_END: state
 
 // ANCHOR: connection
 pub struct Connection {
@@ -85,7 +89,7 @@ pub struct Connection {
     state: State,
     /// The client shut its sending side (we read end-of-file).
     peer_closed: bool,
-    /// Bytes thrown away after the last request (see `on_readable`).
+    /// Bytes thrown away after the last request (see `read_available`).
     discarded: usize,
     /// "Waiting for effect": a request whose answer will come from a timer or from the
     /// upstream (or, since chapter 6, the thread pool). Until it does, the requests behind
@@ -130,7 +134,7 @@ impl Connection {
         }
     }
 
-    pub fn is_done(&self) -> bool {
+    fn is_done(&self) -> bool {
         self.state == State::Done
     }
 
@@ -143,26 +147,13 @@ impl Connection {
             && self.pending_output() == 0
     }
 
-    // ANCHOR: reading_a_file
-    /// New in chapter 6: the request in line waits for a file from the thread pool.
-    fn reading_a_file(&self) -> bool {
-        matches!(
-            self.waiting,
-            Some(Waiting {
-                effect: Effect::ReadFile(_),
-                ..
-            })
-        )
-    }
-    // ANCHOR_END: reading_a_file
-
     fn pending_output(&self) -> usize {
         self.out.len() - self.written
     }
 
     // ANCHOR: interest
     /// What the loop should watch for on this socket.
-    pub fn interest(&self) -> Interest {
+    fn interest(&self) -> Interest {
         let mut interest = Interest::NONE;
         // Readable, always: that is also how we learn that a client went away. Except
         // after end-of-file, which stays "readable" forever and would make `poll` return
@@ -252,6 +243,7 @@ impl Connection {
         server: &mut Server,
     ) {
         let mut start = 0; // where the next unanswered request begins in `received`
+        let mut blocked = false; // the client is not taking our output: sending can wait
         while self.state == State::Reading && self.waiting.is_none() {
             if self.pending_output() > MAX_PENDING_OUTPUT {
                 // A lot of output has piled up (a big file, or a client pipelining
@@ -259,9 +251,10 @@ impl Connection {
                 // leave the remaining requests in `received` until it does.
                 self.send();
                 if self.pending_output() > MAX_PENDING_OUTPUT {
+                    blocked = true;
                     break;
                 }
-                continue; // `send` may have finished the connection
+                continue; // sent enough: answer the requests held back
             }
             let (reply, version, head_only, keep_alive, consumed) =
                 match http::parse(&self.received[start..]) {
@@ -326,8 +319,11 @@ impl Connection {
             recycle(&mut self.received);
         }
         // Try at once instead of waiting a turn: usually the whole response fits in the
-        // socket's send buffer and we are done without ever asking for writable.
-        self.send();
+        // socket's send buffer and we are done without ever asking for writable. (Not if
+        // the client has just refused more: `interest` asks for writable instead.)
+        if !blocked {
+            self.send();
+        }
     }
     // ANCHOR_END: try_respond
 
@@ -379,9 +375,13 @@ impl Connection {
         };
         // What lost the race, if anything, is still running: a 5 s timer, a socket.
         waiting.effect.cancel(event_loop);
-        let (version, head_only, keep_alive) =
-            (waiting.version, waiting.head_only, waiting.keep_alive);
-        self.respond(&response, version, head_only, keep_alive, server);
+        self.respond(
+            &response,
+            waiting.version,
+            waiting.head_only,
+            waiting.keep_alive,
+            server,
+        );
     }
 
     // ANCHOR: deadline
@@ -392,14 +392,7 @@ impl Connection {
     fn deadline(&self, config: &Config) -> Option<Instant> {
         let timeout = match self.state {
             // An idle keep-alive connection: it may send its next request, or go.
-            State::Reading
-                if self.waiting.is_none()
-                    && self.pending_output() == 0
-                    && self.received.is_empty()
-                    && self.answered_before =>
-            {
-                config.keep_alive_timeout
-            }
+            State::Reading if self.is_idle() && self.answered_before => config.keep_alive_timeout,
             // A new client, or a request under way. (The parser tells us only "complete"
             // or not, so a body counts as part of the head here: a client that trickles
             // in a body one byte at a time is the same attack.)
@@ -439,14 +432,12 @@ impl Connection {
     // ANCHOR_END: deadline
 
     // ANCHOR: timeouts
-    /// The deadline timer fired: the client took too long.
+    /// The deadline timer fired: the client took too long. (No need to check the deadline
+    /// again: `keep_deadline` replaces the timer whenever the deadline moves, so a timer
+    /// that fires is always for the current one.)
     fn deadline_passed(&mut self, server: &mut Server) {
         self.deadline_timer = None; // a one-off timer is gone once it has fired
-        let now = Instant::now();
-        if !self.deadline(&server.config).is_some_and(|due| due <= now) {
-            return; // it moved just in time; `after_event` sets a timer for the new one
-        }
-        if self.state == State::Reading && !(self.received.is_empty() && self.answered_before) {
+        if self.state == State::Reading && !(self.is_idle() && self.answered_before) {
             // It connected or started a request, and has not sent a whole one in time:
             // perhaps slow, perhaps slowloris, holding a connection with a trickle of
             // bytes. 408, then close. What it did send is thrown away.
@@ -529,6 +520,7 @@ impl Connection {
     }
     // ANCHOR_END: send
 
+    // ANCHOR: start_lingering
     /// Closes without losing the response. Closing while the client still has bytes on
     /// their way to us (a pipelined request, the rest of a rejected body) makes the kernel
     /// send a reset, which can destroy the response before the client has read it. So we
@@ -542,6 +534,7 @@ impl Connection {
             State::Lingering
         };
     }
+    // ANCHOR_END: start_lingering
 
     // ANCHOR: after_event
     /// After every callback: finish if there is nothing left to do, otherwise tell the
@@ -556,18 +549,15 @@ impl Connection {
             // Every complete request is answered and sent (`try_respond` stops early
             // only while output is pending), or waits for its effect. Two reasons to
             // finish anyway:
-            if self.peer_closed && !self.reading_a_file() {
+            let waiting = self.waiting.as_ref();
+            if self.peer_closed
+                && waiting.map_or(true, |request| request.effect.ends_on_half_close())
+            {
                 // The client shut its side: no further request can ever complete. And if
                 // one is waiting, we cannot tell a client that half-closed from one that
                 // left, with its answer perhaps seconds away. We take it that it left, as
                 // nginx does for a proxied request, and cancel the effect (below).
-                //
-                // New in chapter 6, a file is the exception. Chapter 5 read it at once,
-                // so a client that half-closed right after asking got its file; it still
-                // does, now that the file comes from the pool. Its wait is one job or
-                // two, not an upstream's seconds, and nginx, too, serves a static file
-                // without asking whether the client is still there. If it has left, the
-                // answer's write fails and the connection closes then.
+                // (New in chapter 6: not for every effect. See `ends_on_half_close`.)
                 self.state = State::Done;
             } else if server.shutting_down && self.is_idle() {
                 // Idle while the server shuts down: no reason to wait for a request.

@@ -31,11 +31,9 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::path::Path;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use shared::{files, trace};
@@ -50,8 +48,9 @@ use crate::thread_pool::{Completion, JobId, JobPanicked, SubmitError, ThreadPool
 pub enum FileError {
     /// The call itself failed: no such file, not a regular file, a read error...
     Io(io::Error),
-    /// The pool did not take the job: `--queue-limit` jobs already wait for a worker, or
-    /// the server is shutting down.
+    /// The pool did not take the job: `--queue-limit` jobs already wait for a worker. (A
+    /// pool that is shut down refuses every job too, but the server shuts it down only
+    /// once its loop has stopped, when no request is left to ask.)
     Refused(SubmitError),
     /// The job panicked on its worker. The worker caught it and lives on.
     Panicked(JobPanicked),
@@ -62,8 +61,6 @@ pub enum FileError {
 enum FileWork {
     Opened(io::Result<(File, u64)>),
     Read(io::Result<Vec<u8>>),
-    /// Not run: the server was shutting down by the time a worker got to it.
-    Skipped,
 }
 
 /// Settles one job's promise, given the job's result. It holds the job's Deferred.
@@ -90,8 +87,6 @@ struct Shared {
     waiting: RefCell<HashMap<JobId, Settle>>,
     /// Where the promises' steps run: the loop's ready queue.
     ready: ReadyQueue,
-    /// Set by `shutdown`: jobs that have not started yet are skipped.
-    stopping: Arc<AtomicBool>,
 }
 // ANCHOR_END: filesystem
 
@@ -103,7 +98,6 @@ impl Filesystem {
             pool: ThreadPool::new(workers, queue_limit)?,
             waiting: RefCell::default(),
             ready: ready.clone(),
-            stopping: Arc::default(),
         };
         Ok(Filesystem {
             shared: Rc::new(shared),
@@ -169,19 +163,11 @@ impl Filesystem {
         E: From<FileError> + From<Abandoned> + 'static,
     {
         let (deferred, promise) = Deferred::new(&self.shared.ready);
-        let stopping = Arc::clone(&self.shared.stopping);
-        let job = move || {
-            if stopping.load(Ordering::SeqCst) {
-                return FileWork::Skipped; // see `shutdown`
-            }
-            job()
-        };
         match self.shared.pool.submit(job) {
             Ok(id) => {
                 trace!("fs: {id} submitted");
                 let settle = move |result: Result<FileWork, JobPanicked>| {
                     let outcome = match result {
-                        Ok(FileWork::Skipped) => Err(FileError::Refused(SubmitError::ShutDown)),
                         Ok(work) => match unpack(work) {
                             Some(done) => done.map_err(FileError::Io),
                             // Cannot happen: a job always returns its own variant. If it
@@ -232,7 +218,7 @@ impl Filesystem {
 
     /// The descriptor to register with the loop for readability (see [`Completions`]).
     pub fn waker_fd(&self) -> RawFd {
-        self.shared.pool.waker().as_raw_fd()
+        self.shared.pool.waker().as_fd().as_raw_fd()
     }
 
     /// The handler to register on [`waker_fd`](Filesystem::waker_fd).
@@ -253,20 +239,14 @@ impl Filesystem {
     }
 
     // ANCHOR: shutdown
-    /// The end of a graceful shutdown, once the grace period is over: stops the pool and
-    /// joins its workers.
-    ///
-    /// The pool's own `shutdown` runs every queued job first, and with a slow disk that
-    /// could take minutes (256 queued jobs at `--fs-delay-ms 1000` on 4 workers: over a
-    /// minute). Nobody waits for those results any more: the requests still open at this
-    /// point are being closed. So a job that has not started yet is skipped: it checks
-    /// `stopping` first and returns at once. A job already running cannot be stopped in the
-    /// middle of a system call, and is waited for: the exit takes at most one job's time
-    /// (one `--fs-delay-ms` plus the disk's own) after the grace period.
+    /// The end of a graceful shutdown, once the grace period is over: stops the pool, which
+    /// drops the jobs that have not started, waits for the running ones and joins its
+    /// workers (see `ThreadPool::shutdown`). The requests still open are being closed, so
+    /// nobody waits for those results any more: the exit takes at most one job's time (one
+    /// `--fs-delay-ms` plus the disk's own) after the grace period.
     pub fn shutdown(&self) {
-        self.shared.stopping.store(true, Ordering::SeqCst);
         let (queued, running) = (self.queued(), self.running());
-        trace!("fs: stopping the pool: {queued} jobs skipped, {running} to finish");
+        trace!("fs: stopping the pool: {queued} jobs dropped, {running} to finish");
         self.shared.pool.shutdown();
         // The loop has stopped, so these will never be settled. Dropping them ends their
         // chains (with `Abandoned`) and breaks the cycles described at `waiting`.
@@ -327,6 +307,7 @@ impl<S: SharedState> Handler<S> for Completions {
 mod tests {
     use super::*;
     use crate::event_loop::Interest;
+    use crate::thread_pool::tests::wait_until;
     use std::cell::Cell;
     use std::thread::{self, ThreadId};
     use std::time::Instant;
@@ -513,11 +494,9 @@ mod tests {
         let (result, _) = outcome.take().expect("settled");
         assert!(matches!(result, Err(Failed::Abandoned)), "{result:?}");
         // The job itself runs on. Once it is done, its completion finds nobody waiting.
-        let until = Instant::now() + Duration::from_secs(10);
-        while filesystem.running() > 0 || filesystem.queued() > 0 {
-            assert!(Instant::now() < until, "the job never finished");
-            thread::yield_now();
-        }
+        wait_until("the job to finish", || {
+            filesystem.running() == 0 && filesystem.queued() == 0
+        });
         event_loop
             .turn(Some(Duration::from_secs(10)), &mut State)
             .expect("turn");
@@ -526,7 +505,7 @@ mod tests {
     }
 
     #[test]
-    fn shutdown_skips_the_jobs_that_have_not_started() {
+    fn shutdown_drops_the_jobs_that_have_not_started() {
         let (_event_loop, filesystem) = event_loop_with_pool(1, 8);
         let root = shared::args::default_root();
         // One job holds the only worker for 300 ms; five more queue behind it, and would
@@ -538,11 +517,7 @@ mod tests {
                 filesystem.open::<Failed>(&root, Path::new("index.html"), slow);
             outcomes.push(record(opened));
         }
-        let until = Instant::now() + Duration::from_secs(10);
-        while filesystem.running() == 0 {
-            assert!(Instant::now() < until, "the first job never started");
-            thread::yield_now();
-        }
+        wait_until("the first job to start", || filesystem.running() > 0);
         let started = Instant::now();
         filesystem.shutdown();
         let took = started.elapsed();

@@ -64,9 +64,8 @@ use event_loop::{EventLoop, Handler, Interest, SharedState, Token};
 use fs::{FileError, Filesystem, Opening};
 use promise::{Abandoned, Promise};
 use signals::Signals;
-use thread_pool::SubmitError;
 use timers::TimerId;
-use upstream::{Fetch, UpstreamSocket};
+use upstream::Fetch;
 
 /// How long a graceful shutdown waits for the responses in flight.
 const GRACE_PERIOD: Duration = Duration::from_secs(5);
@@ -157,11 +156,8 @@ impl From<FileError> for Response {
             // Every worker is busy and `--queue-limit` jobs already wait for one. Queueing
             // more would only make all of them wait longer, and cost memory without limit:
             // say "not now" at once instead, and let the client try again later.
-            FileError::Refused(SubmitError::QueueFull) => {
+            FileError::Refused(_) => {
                 Response::error(503, "too many file requests are waiting for the disk")
-            }
-            FileError::Refused(SubmitError::ShutDown) => {
-                Response::error(503, "the server is shutting down")
             }
             // ANCHOR_END: busy
             // ANCHOR: panicked
@@ -230,12 +226,9 @@ fn main() {
     // ANCHOR: waker_registration
     // New in chapter 6: the thread pool's waker, registered like any socket. It is
     // readable once jobs have finished, and its handler settles their promises (see
-    // `Filesystem::settle_finished`). Many completions may share one wake-up: the handler
-    // takes every completion there is. None is lost when a job finishes while we drain:
-    // a worker pushes its completion *then* wakes, and the drain resets the waker *then*
-    // takes the completions. So a completion pushed too late for this drain was followed
-    // by a wake that our reset did not see: the waker is readable again, and the next
-    // turn takes it (see `ThreadPool::drain_completions`).
+    // `Filesystem::settle_finished`), all that have finished, however many share one
+    // wake-up. None is lost to a job that finishes mid-drain (see
+    // `ThreadPool::drain_completions`).
     let fd = server.filesystem.waker_fd();
     event_loop
         .register(fd, Interest::READABLE, server.filesystem.completions())
@@ -250,8 +243,8 @@ fn main() {
     // ...then lets the connections still open finish (the waker stays registered, so
     // file requests in flight get their answers)...
     drain(&mut event_loop, &mut server);
-    // ...then stops the thread pool: jobs not started yet are skipped, running ones
-    // finish, and the workers are joined (see `Filesystem::shutdown`).
+    // ...then stops the thread pool: jobs not started yet are dropped, running ones
+    // finish, and the workers are joined (see `ThreadPool::shutdown`).
     server.filesystem.shutdown();
     // ANCHOR_END: run_and_stop
     // ANCHOR_END: wiring
@@ -259,18 +252,15 @@ fn main() {
 
 // ANCHOR: stats
 impl Server {
-    /// The numbers `/stats` shows. Every registration is a connection except the signal
-    /// pipe, the thread pool's waker (new in chapter 6), the listener (while it is open)
-    /// and, new in chapter 4, the sockets we open to the upstream. Counting this way stays
-    /// right even when the loop closes a connection on its own, after a panic.
+    /// The numbers `/stats` shows. The open connections are the registrations whose
+    /// handler is a `Connection`: not the signal pipe, not the listener, and not (new in
+    /// chapter 4) the sockets we open to the upstream, nor (new in chapter 6) the thread
+    /// pool's waker.
+    /// Asking the loop, rather than keeping a count of our own, stays right even when the
+    /// loop closes a connection on its own, after a panic.
     fn stats(&self, event_loop: &EventLoop<Server>) -> Stats {
-        let listening = self
-            .listener
-            .is_some_and(|token| event_loop.contains(token));
-        let others = 2 + usize::from(listening) + event_loop.count::<UpstreamSocket>();
-        let connections_open = event_loop.len().saturating_sub(others);
         Stats {
-            connections_open: connections_open as u64,
+            connections_open: event_loop.count::<Connection>() as u64,
             requests_served: self.requests_served,
             loop_turns: event_loop.turns(),
             timers_pending: event_loop.timers_pending() as u64,
@@ -470,7 +460,7 @@ fn drain(event_loop: &mut EventLoop<Server>, server: &mut Server) {
 
 /// Setup failed: a one-line error and exit status 1, as for a port in use.
 fn fail(what: &str, error: io::Error) -> ! {
-    eprintln!("ch06-thread-pool: {what}: {error}");
+    eprintln!("{}: {what}: {error}", env!("CARGO_PKG_NAME"));
     exit(1);
 }
 
@@ -510,6 +500,21 @@ impl Effect {
             Effect::ReadFile(opening) => opening.abandon(),
         }
     }
+
+    // ANCHOR: ends_on_half_close
+    /// Whether a client that shuts its sending side (a half-close) while this waits is
+    /// taken to have left, and the effect cancelled, as `Connection::after_event` does for
+    /// every effect of chapter 5.
+    ///
+    /// New in chapter 6, a file is the exception. Chapter 5 read it at once, so a client
+    /// that half-closed right after asking got its file; it still does, now that the file
+    /// comes from the pool. Its wait is one job or two, not an upstream's seconds, and
+    /// nginx, too, serves a static file without asking whether the client is still there.
+    /// If it has left, the answer's write fails and the connection closes then.
+    fn ends_on_half_close(&self) -> bool {
+        !matches!(self, Effect::ReadFile(_))
+    }
+    // ANCHOR_END: ends_on_half_close
 }
 
 /// Asks the application what to do, and does it. As in chapter 4, `/sleep` and

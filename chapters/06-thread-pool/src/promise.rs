@@ -7,7 +7,7 @@
 //! reads top to bottom, with one place for errors at the end:
 //!
 //! ```text
-//! connect(event_loop, address)?
+//! connected                                  // resolves once `connect` has connected
 //!     .and_then(move |socket| send(socket, request))
 //!     .and_then(read_answer)
 //!     .catch(|bad_gateway| bad_gateway)      // any step's 502 lands here
@@ -53,19 +53,10 @@
 //! ready.run_ready();            // run the callbacks all of that made ready
 //! ```
 //!
-//! A timer resolves a promise by keeping its Deferred until it fires (`EventLoop::delay`,
-//! in `event_loop.rs`). A Deferred is a single pointer, so keeping it costs nothing:
-//!
-//! ```text
-//! fn delay(&mut self, delay: Duration) -> (TimerId, Promise<(), E>) {
-//!     let (deferred, promise) = Deferred::new(&self.ready);
-//!     let id = self.timers.add(Instant::now(), delay, Payload::Resolve);
-//!     self.delays.insert(id, Box::new(move || deferred.resolve(())));
-//!     (id, promise)
-//! }
-//! // ...and where due timers are handled:  Payload::Resolve => self.delays.remove(&id)...
-//! // Cancelling that timer drops its Deferred, and so rejects the promise with `Abandoned`.
-//! ```
+//! A timer resolves a promise by keeping its Deferred until it fires (see
+//! `EventLoop::delay` in `event_loop.rs`). A Deferred is a single pointer, so keeping it
+//! costs nothing, and cancelling the timer drops it, which rejects the promise with
+//! `Abandoned`.
 //!
 //! ## Why nothing here leaks (no `Rc` cycles)
 //!

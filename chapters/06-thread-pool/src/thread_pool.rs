@@ -45,7 +45,7 @@ use crate::waker::Waker;
 type Job<R> = Box<dyn FnOnce() -> R + Send>;
 
 /// Names one submitted job, so its result can be matched with whoever waits for it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct JobId(u64);
 
 impl fmt::Display for JobId {
@@ -76,8 +76,6 @@ impl fmt::Display for JobPanicked {
     }
 }
 
-impl std::error::Error for JobPanicked {}
-
 /// Why [`ThreadPool::submit`] refused a job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SubmitError {
@@ -96,14 +94,13 @@ impl fmt::Display for SubmitError {
     }
 }
 
-impl std::error::Error for SubmitError {}
-
 // ANCHOR: pool_state
 /// The jobs waiting for a worker, behind one lock with the flags that go with them.
 struct JobQueue<R> {
     jobs: VecDeque<(JobId, Job<R>)>,
     next_id: u64,
-    /// Set by `shutdown`: take no new jobs; workers leave once `jobs` is empty.
+    /// Set by `shutdown`, which empties `jobs` at the same time: take no new jobs, and
+    /// workers leave.
     shutting_down: bool,
 }
 
@@ -116,10 +113,10 @@ struct Shared<R> {
     completions: Mutex<Vec<Completion<R>>>,
     /// Made readable after every push to `completions`.
     waker: Waker,
-    /// For `/stats`, readable without taking a lock. `queued` mirrors `queue.jobs.len()`;
-    /// `running` counts jobs a worker has taken and not yet finished. (SeqCst: the
-    /// easiest ordering to reason about, and its cost is nothing next to a disk read.)
-    queued: AtomicUsize,
+    /// Jobs a worker has taken and not yet finished. A worker counts a job in under the
+    /// queue's lock and out under the completions lock (see `worker_loop`), so no one lock
+    /// guards it: hence an atomic. (SeqCst: the easiest ordering to reason about, and its
+    /// cost is nothing next to a disk read.)
     running: AtomicUsize,
 }
 
@@ -159,7 +156,6 @@ impl<R: Send + 'static> ThreadPool<R> {
             job_ready: Condvar::new(),
             completions: Mutex::new(Vec::new()),
             waker: Waker::new()?,
-            queued: AtomicUsize::new(0),
             running: AtomicUsize::new(0),
         });
         let pool = ThreadPool {
@@ -201,7 +197,6 @@ impl<R: Send + 'static> ThreadPool<R> {
         let id = JobId(queue.next_id);
         queue.next_id += 1;
         queue.jobs.push_back((id, Box::new(job)));
-        self.shared.queued.store(queue.jobs.len(), Ordering::SeqCst);
         drop(queue); // Unlock first, so the worker we wake does not wake into a held lock.
         self.shared.job_ready.notify_one();
         Ok(id)
@@ -249,7 +244,7 @@ impl<R> ThreadPool<R> {
 
     /// Jobs waiting for a worker (for `/stats`).
     pub fn queued(&self) -> usize {
-        self.shared.queued.load(Ordering::SeqCst)
+        lock(&self.shared.queue).jobs.len()
     }
 
     /// Jobs a worker is running right now (for `/stats`).
@@ -258,11 +253,24 @@ impl<R> ThreadPool<R> {
     }
 
     // ANCHOR: pool_shutdown
-    /// Stops taking jobs, lets the workers finish every job already queued, and waits for
-    /// them to exit. Their completions stay behind for one last `drain_completions`.
-    /// Calling it again does nothing. Blocks for as long as the queued jobs take.
+    /// Stops taking jobs, drops the jobs still waiting for a worker without running them,
+    /// and waits for the workers to finish the jobs they are running and exit. Those last
+    /// completions stay behind for one last `drain_completions`. Calling it again does
+    /// nothing.
+    ///
+    /// Why drop the waiting jobs? Whoever submitted them is shutting down too, and will
+    /// not read their results; running them all could take minutes (256 queued jobs on 4
+    /// workers at `--fs-delay-ms 1000`: over a minute). A running job cannot be stopped in
+    /// the middle of a system call, so it is waited for: this blocks for at most one job's
+    /// time.
     pub fn shutdown(&self) {
-        lock(&self.shared.queue).shutting_down = true;
+        {
+            let mut queue = lock(&self.shared.queue);
+            queue.shutting_down = true;
+            // Under the same lock as the flag, so no worker takes a job after this: each
+            // job is dropped unrun, and with it what it captured (a path, an open `File`).
+            queue.jobs.clear();
+        }
         // Every sleeping worker must wake to see the flag, not just one.
         self.shared.job_ready.notify_all();
         let workers = std::mem::take(&mut *lock(&self.workers));
@@ -277,7 +285,8 @@ impl<R> ThreadPool<R> {
     // ANCHOR_END: pool_shutdown
 }
 
-/// Dropping the pool shuts it down the same way: queued jobs still run, threads are joined.
+/// Dropping the pool shuts it down the same way: waiting jobs are dropped, running ones
+/// finish, threads are joined.
 impl<R> Drop for ThreadPool<R> {
     fn drop(&mut self) {
         self.shutdown();
@@ -298,10 +307,9 @@ fn worker_loop<R>(shared: &Shared<R>, number: usize) {
                     // Counted as running before the lock is released, so `submit` never
                     // sees a job that is in neither `jobs` nor `running`.
                     shared.running.fetch_add(1, Ordering::SeqCst);
-                    shared.queued.store(queue.jobs.len(), Ordering::SeqCst);
                     break next;
                 }
-                // Only leave once the queue is empty: shutdown drains, it does not drop.
+                // Shutdown empties the queue as it sets the flag: nothing is left to take.
                 if queue.shutting_down {
                     return;
                 }
@@ -349,13 +357,12 @@ fn worker_loop<R>(shared: &Shared<R>, number: usize) {
 // ANCHOR_END: worker_loop
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
     use std::collections::HashMap;
-    use std::fs::File;
     use std::os::fd::AsFd;
-    use std::path::Path;
+    use std::sync::atomic::AtomicBool;
     use std::sync::mpsc;
     use std::time::{Duration, Instant};
 
@@ -393,8 +400,9 @@ mod tests {
         done
     }
 
-    /// Spins (politely) until `condition` holds; fails the test past the deadline.
-    fn wait_until(what: &str, condition: impl Fn() -> bool) {
+    /// Spins (politely) until `condition` holds; fails the test past the deadline. (The
+    /// tests of `fs.rs` use it too.)
+    pub(crate) fn wait_until(what: &str, condition: impl Fn() -> bool) {
         let until = Instant::now() + DEADLINE;
         while !condition() {
             assert!(Instant::now() < until, "timed out waiting for {what}");
@@ -585,115 +593,111 @@ mod tests {
         assert!(seen.iter().all(|&s| s));
     }
 
-    #[test]
-    fn shutdown_runs_the_queued_jobs_then_joins_the_workers() {
+    /// A pool whose only worker is held busy by a gate job, with five jobs waiting behind
+    /// it: the scene of a shutdown.
+    struct BusyPool {
+        pool: ThreadPool<u32>,
+        /// Lets the gate job go.
+        release: mpsc::Sender<()>,
+        /// Set by the gate job as it returns.
+        finished: Arc<AtomicBool>,
+        /// How many of the waiting jobs ran. Each also holds a clone of it for as long as
+        /// it exists, so its strong count tells how many are still alive somewhere.
+        ran: Arc<AtomicUsize>,
+    }
+
+    fn busy_pool() -> BusyPool {
         let pool = ThreadPool::new(1, 16).expect("pool");
-        // Each job holds a clone of `token`, so its strong count tells us how many job
-        // closures are still alive somewhere.
-        let token = Arc::new(());
-        let (started, release, job) = gate();
-        pool.submit(job).expect("submit");
+        let (started, release, gate_job) = gate();
+        let finished = Arc::new(AtomicBool::new(false));
+        let done = Arc::clone(&finished);
+        pool.submit(move || {
+            let result = gate_job();
+            done.store(true, Ordering::SeqCst);
+            result
+        })
+        .expect("submit");
         started
             .recv_timeout(DEADLINE)
             .expect("the gate job started");
+        let ran = Arc::new(AtomicUsize::new(0));
         for n in 1..=5 {
-            let token = Arc::clone(&token);
+            let ran = Arc::clone(&ran);
             pool.submit(move || {
-                let _held = token;
+                ran.fetch_add(1, Ordering::SeqCst);
                 n
             })
             .expect("submit");
         }
-        assert_eq!(pool.queued(), 5);
+        assert_eq!((pool.queued(), pool.running()), (5, 1));
+        BusyPool {
+            pool,
+            release,
+            finished,
+            ran,
+        }
+    }
+
+    #[test]
+    fn shutdown_drops_the_waiting_jobs_and_waits_for_the_running_one() {
+        let BusyPool {
+            pool,
+            release,
+            finished,
+            ran,
+        } = busy_pool();
         thread::scope(|scope| {
             let stopping = scope.spawn(|| pool.shutdown());
-            // Wait until shutdown has begun, with 5 jobs still queued behind the busy
-            // worker, and only then let the worker go.
-            wait_until("shutdown to begin", || {
-                lock(&pool.shared.queue).shutting_down
+            // The waiting jobs are dropped at once, while the gate job still holds the
+            // only worker: they cannot have run.
+            wait_until("shutdown to drop the waiting jobs", || {
+                Arc::strong_count(&ran) == 1
             });
             assert_eq!(pool.submit(|| 9), Err(SubmitError::ShutDown));
-            assert_eq!(pool.queued(), 5, "shutdown does not discard queued jobs");
+            assert_eq!((pool.queued(), pool.running()), (0, 1));
+            assert!(!finished.load(Ordering::SeqCst), "the gate job still runs");
             release.send(()).expect("release the gate");
             stopping.join().expect("shutdown returned");
         });
-        // Every queued job ran, and its result waits for one last drain.
-        let mut results: Vec<u32> = pool
+        assert!(
+            finished.load(Ordering::SeqCst),
+            "shutdown waited for the running job"
+        );
+        assert_eq!(ran.load(Ordering::SeqCst), 0, "no waiting job ran");
+        // Only the running job's result waits for one last drain.
+        let results: Vec<u32> = pool
             .drain_completions()
             .into_iter()
             .map(|c| c.result.expect("no panics"))
             .collect();
-        results.sort();
-        assert_eq!(results, [0, 1, 2, 3, 4, 5]);
-        // No job closure and no worker thread is left: the workers' clones of `shared`
-        // died with their threads.
-        assert_eq!(Arc::strong_count(&token), 1);
+        assert_eq!(results, [0]);
+        // No worker thread is left: the workers' clones of `shared` died with their threads.
         assert_eq!(Arc::strong_count(&pool.shared), 1);
         assert!(lock(&pool.workers).is_empty());
         pool.shutdown(); // a second call is harmless
     }
 
     #[test]
-    fn dropping_the_pool_finishes_queued_jobs() {
-        let ran = Arc::new(AtomicUsize::new(0));
-        let pool = ThreadPool::new(2, 64).expect("pool");
-        for _ in 0..20 {
-            let ran = Arc::clone(&ran);
-            pool.submit(move || {
-                ran.fetch_add(1, Ordering::SeqCst);
-            })
-            .expect("submit");
-        }
-        drop(pool); // joins: when this returns, every job has run
-        assert_eq!(ran.load(Ordering::SeqCst), 20);
-        assert_eq!(Arc::strong_count(&ran), 1, "no job closure survived");
-    }
-
-    /// What chapter 6 puts on the pool: the two blocking halves of serving a file.
-    enum FileWork {
-        Opened(io::Result<(File, u64)>),
-        Read(io::Result<Vec<u8>>),
-    }
-
-    #[test]
-    fn the_pool_runs_the_shared_file_functions() {
-        let pool = ThreadPool::new(2, 8).expect("pool");
-        let root = shared::args::default_root();
-        let relative = shared::files::resolve("index.html").expect("a valid path");
-        let delay = Duration::from_millis(1); // exercise the simulated slow disk too
-
-        // Step 1: open, on a worker.
-        let (open_root, open_relative) = (root.clone(), relative.clone());
-        let opening = pool
-            .submit(move || {
-                FileWork::Opened(shared::files::open(&open_root, &open_relative, delay))
-            })
-            .expect("submit");
-        let opened = collect(&pool, 1).pop().expect("one completion");
-        assert_eq!(opened.id, opening);
-        let Ok(FileWork::Opened(Ok((file, length)))) = opened.result else {
-            panic!("index.html should open");
-        };
-
-        // Step 2: read, on a worker; the open `File` moves there (it is `Send`).
-        let reading = pool
-            .submit(move || FileWork::Read(shared::files::read(file, length, delay)))
-            .expect("submit");
-        let read = collect(&pool, 1).pop().expect("one completion");
-        assert_eq!(read.id, reading);
-        let Ok(FileWork::Read(Ok(contents))) = read.result else {
-            panic!("index.html should read");
-        };
-        assert_eq!(contents, std::fs::read(root.join(&relative)).expect("read"));
-
-        // A missing file is an `Err` inside a successful job, not a panic.
-        let missing = pool
-            .submit(move || {
-                FileWork::Opened(shared::files::open(&root, Path::new("missing.html"), delay))
-            })
-            .expect("submit");
-        let failed = collect(&pool, 1).pop().expect("one completion");
-        assert_eq!(failed.id, missing);
-        assert!(matches!(failed.result, Ok(FileWork::Opened(Err(_)))));
+    fn dropping_the_pool_shuts_it_down() {
+        let BusyPool {
+            pool,
+            release,
+            finished,
+            ran,
+        } = busy_pool();
+        thread::scope(|scope| {
+            let dropping = scope.spawn(move || drop(pool));
+            wait_until("the drop to discard the waiting jobs", || {
+                Arc::strong_count(&ran) == 1
+            });
+            release.send(()).expect("release the gate");
+            // `drop` returns only once it has joined the worker.
+            dropping.join().expect("drop returned");
+        });
+        assert!(
+            finished.load(Ordering::SeqCst),
+            "the running job was finished"
+        );
+        assert_eq!(ran.load(Ordering::SeqCst), 0, "no waiting job ran");
     }
 }

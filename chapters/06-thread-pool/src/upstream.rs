@@ -1,14 +1,16 @@
 //! `/upstream/PATH` without blocking: a small HTTP client, written as one flat promise chain.
 //!
 //! Chapters 1 to 3 fetched with a blocking `TcpStream`, and while the upstream took its
-//! time, the whole server waited. Here the fetch is a chain of steps. The loop runs each
-//! one when the upstream's socket is ready, and each one starts the next:
+//! time, the whole server waited. Here the fetch is a promise chain. Each step waits for
+//! the upstream's socket to be ready (a promise its handler resolves), and the next step
+//! then runs from the loop's ready queue:
 //!
 //! 1. connect: a non-blocking `connect` returns at once (`EINPROGRESS`); the socket
 //!    becomes writable when the handshake is over, and `SO_ERROR` says how it went;
 //! 2. send the request, as much as the kernel takes each time;
 //! 3. read the answer until `parse_response` says it is whole (or garbage);
-//! 4. hand it to the client's connection.
+//! 4. resolve the fetch's promise with it; `answer_later` in `main.rs` hands it to the
+//!    client's connection.
 //!
 //! Beside the chain runs a 5 s `delay` for the 504, and the two race ([`race`]): the
 //! client gets whichever answer comes first. The loser is still running then, so once the

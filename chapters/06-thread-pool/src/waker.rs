@@ -15,7 +15,7 @@
 //! one wake-up.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd};
 
 use nix::errno::Errno;
 use nix::sys::eventfd::{EfdFlags, EventFd};
@@ -72,16 +72,11 @@ impl Waker {
 }
 // ANCHOR_END: waker
 
-/// So the event loop can register the waker with `poll` like any socket.
+/// So the event loop can register the waker with `poll` like any socket (its raw
+/// descriptor is `waker.as_fd().as_raw_fd()`).
 impl AsFd for Waker {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.event_fd.as_fd()
-    }
-}
-
-impl AsRawFd for Waker {
-    fn as_raw_fd(&self) -> RawFd {
-        self.event_fd.as_raw_fd()
     }
 }
 
