@@ -79,8 +79,7 @@ impl Config {
                 exit(0);
             }
             Err(message) => {
-                eprintln!("{chapter}: {message}");
-                eprintln!("{}", usage(chapter, extras));
+                crate::log!("{chapter}: {message}\n{}", usage(chapter, extras));
                 exit(2);
             }
         }

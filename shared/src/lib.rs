@@ -11,12 +11,15 @@
 //! - [`app`]: the demo application, a pure function from a request to what to do next.
 //! - [`files`]: serving files from `--root` without ever leaving it.
 //! - [`upstream`]: the bits of an HTTP client that `/upstream/` needs.
-//! - [`trace`]: the `--trace` switch, one line per step on stderr.
+//! - [`trace`]: `log!` and the `--trace` switch: lines on stderr that never fail.
+//! - [`waker`] and [`signals`]: the self-pipe that wakes an event loop, and SIGTERM through it.
 
 pub mod app;
 pub mod args;
 pub mod files;
 pub mod http;
 pub mod listener;
+pub mod signals;
 pub mod trace;
 pub mod upstream;
+pub mod waker;

@@ -46,7 +46,7 @@ pub fn listen(config: &Config, nonblocking: bool) -> TcpListener {
     let listener = match bind(&config.host, config.port, nonblocking) {
         Ok(listener) => listener,
         Err(error) => {
-            eprintln!(
+            crate::log!(
                 "{}: cannot listen on {}:{}: {error}",
                 config.chapter, config.host, config.port
             );
@@ -62,4 +62,13 @@ pub fn listen(config: &Config, nonblocking: bool) -> TcpListener {
     let _ = writeln!(stdout, "listening on http://{}:{port}", config.host);
     let _ = stdout.flush();
     listener
+}
+
+/// Is this `accept` error "out of file descriptors"? `EMFILE`: this process has used up
+/// its limit (`ulimit -n`); `ENFILE`: the whole system has. Neither is the client's fault
+/// nor fatal: the server must stop accepting for a moment, and every chapter from 2 on
+/// does (see its `accept` code).
+pub fn is_out_of_descriptors(error: &io::Error) -> bool {
+    use nix::libc::{EMFILE, ENFILE};
+    matches!(error.raw_os_error(), Some(EMFILE | ENFILE))
 }

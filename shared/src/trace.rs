@@ -1,10 +1,17 @@
-//! `--trace`: one line per step on stderr, so a reader can watch the loop work.
+//! Lines on stderr: `log!` for what an operator should see, `trace!` for `--trace`.
 //!
-//! A global switch rather than a value passed everywhere: tracing is a window onto the
-//! program, not part of its logic, and threading a flag through every function would
-//! make the chapters harder to read. Use it as `trace!("poll: {} fds", n)`; when tracing
-//! is off the arguments are not even formatted.
+//! Both go through [`write_line`], which ignores write errors. `eprintln!` panics when it
+//! cannot write, and stderr can stop taking lines at any time: a reader pipes `--trace`
+//! into `head`, which exits after ten lines; a supervisor that collected our output goes
+//! away. A server must not die because nobody is listening to it any more.
+//!
+//! Tracing is a global switch rather than a value passed everywhere: it is a window onto
+//! the program, not part of its logic, and threading a flag through every function would
+//! make the chapters harder to read. Use it as `trace!("poll: {} fds", n)`; when tracing is
+//! off the arguments are not even formatted.
 
+use std::fmt;
+use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -23,9 +30,24 @@ pub fn enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
 }
 
-/// Milliseconds since tracing was enabled, printed at the start of each trace line.
+/// Milliseconds since tracing was enabled, on the monotonic clock: the number at the start
+/// of each trace line, so that a program can line the steps up in time.
 pub fn elapsed_ms() -> f64 {
     START.get_or_init(Instant::now).elapsed().as_secs_f64() * 1000.0
+}
+
+/// Writes one line to stderr, and never fails: see the module documentation.
+pub fn write_line(line: fmt::Arguments) {
+    // One `write` per line (the lock holds the line together when threads log at once).
+    let _ = writeln!(io::stderr().lock(), "{line}");
+}
+
+/// `log!("format", args...)`: one line on stderr that cannot stop the server.
+#[macro_export]
+macro_rules! log {
+    ($($arg:tt)*) => {
+        $crate::trace::write_line(format_args!($($arg)*))
+    };
 }
 
 /// `trace!("format", args...)`: prints `[   12.345 ms] ...` on stderr when `--trace` is on.
@@ -33,7 +55,11 @@ pub fn elapsed_ms() -> f64 {
 macro_rules! trace {
     ($($arg:tt)*) => {
         if $crate::trace::enabled() {
-            eprintln!("[{:10.3} ms] {}", $crate::trace::elapsed_ms(), format_args!($($arg)*));
+            $crate::trace::write_line(format_args!(
+                "[{:10.3} ms] {}",
+                $crate::trace::elapsed_ms(),
+                format_args!($($arg)*)
+            ));
         }
     };
 }

@@ -10,7 +10,10 @@
 //!    whatever has been received so far, so for every split point the answer for the
 //!    prefix must be "incomplete" or exactly the answer for the whole. A parser that said
 //!    "400" to half a request and "200" to the whole one would make the server's answer
-//!    depend on how the network happened to cut the packets.
+//!    depend on how the network happened to cut the packets. Read the other way round, it
+//!    says that a prefix already refused means the whole is refused with the same status:
+//!    the parser refuses a request at its first wrong byte, and nothing that comes after
+//!    that byte may change the answer.
 //!
 //! The run is bounded in time (`PARSER_FUZZ_SECONDS`, default 2) and reproducible: the
 //! seed is printed, and `PARSER_FUZZ_SEED` replays it.
@@ -40,6 +43,7 @@ const SEEDS: &[&[u8]] = &[
     b"GET /files/a%20b.txt?x=1 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
     b"\r\nHEAD / HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-A: b\r\n\r\nGET / HTTP/1.1\r\n",
     b"GET http://example.com/sleep?ms=5 HTTP/1.1\r\nHost: example.com\r\n\r\n",
+    b"OPTIONS * HTTP/1.9\r\nHost: [::1]:80\r\nContent-Length: \t0005 \r\n\r\nhello",
 ];
 
 const FRAGMENTS: &[&[u8]] = &[
@@ -55,10 +59,15 @@ const FRAGMENTS: &[&[u8]] = &[
     b"%2e%2e/",
     b"Content-Length: 3\r\n",
     b"Content-Length: 99999999999999999999\r\n",
+    b"Content-Length: 1048577\r\n",
+    b"Content-Length: 1048576",
     b"Transfer-Encoding: chunked\r\n",
     b"Host: y\r\n",
     b" folded\r\n",
     b"HTTP/2.0",
+    b"HTTP/1.",
+    b"http://",
+    b"*",
     b"\x16\x03\x01",
     b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
 ];

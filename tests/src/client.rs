@@ -210,9 +210,7 @@ impl Client {
     /// Reads a response head. `to_head_request` says the request was `HEAD`: then the
     /// response has no body whatever its `Content-Length` says.
     pub fn read_head(
-        &mut self,
-        deadline: Instant,
-        to_head_request: bool,
+        &mut self, deadline: Instant, to_head_request: bool,
     ) -> Result<Head, ReadError> {
         let head_end = loop {
             if let Some(end) = find(&self.pending, b"\r\n\r\n") {
@@ -276,9 +274,7 @@ impl Client {
 
     /// Reads one whole response, head and body.
     pub fn read_response(
-        &mut self,
-        deadline: Instant,
-        to_head_request: bool,
+        &mut self, deadline: Instant, to_head_request: bool,
     ) -> Result<Response, ReadError> {
         let Head {
             mut response,

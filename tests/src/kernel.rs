@@ -118,9 +118,7 @@ fn from_proc(port: u16) -> Option<Vec<Socket>> {
 /// kernel cannot show us this socket (no `ss` and no `/proc`, or not listed), so we
 /// cannot tell.
 fn wait_for(
-    port: u16,
-    timeout: Duration,
-    done: impl Fn(&[Socket]) -> Option<bool>,
+    port: u16, timeout: Duration, done: impl Fn(&[Socket]) -> Option<bool>,
 ) -> Option<bool> {
     let deadline = Instant::now() + timeout;
     loop {

@@ -117,8 +117,7 @@ fn main() {
 
 /// Starts each chapter's servers ourselves, probes in parallel.
 fn run_own(
-    args: &Args,
-    probes: &[&'static Probe],
+    args: &Args, probes: &[&'static Probe],
 ) -> Vec<(&'static Chapter, &'static Probe, Verdict)> {
     let chapters: Vec<&'static Chapter> = match args.chapter {
         Some(chapter) => vec![chapter],

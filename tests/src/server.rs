@@ -81,9 +81,7 @@ impl Server {
 
     /// Starts `binary` with `options` and waits for its first line.
     pub fn start(
-        chapter: &'static Chapter,
-        binary: &Path,
-        options: &Options,
+        chapter: &'static Chapter, binary: &Path, options: &Options,
     ) -> Result<Server, String> {
         match Server::spawn(chapter, binary, options, true) {
             Err(Refused::UnknownFlag(_)) if !options.if_supported.is_empty() => {
@@ -97,10 +95,7 @@ impl Server {
     }
 
     fn spawn(
-        chapter: &'static Chapter,
-        binary: &Path,
-        options: &Options,
-        with_optional_flags: bool,
+        chapter: &'static Chapter, binary: &Path, options: &Options, with_optional_flags: bool,
     ) -> Result<Server, Refused> {
         let mut command = match options.fd_limit {
             None => Command::new(binary),

@@ -9,6 +9,11 @@
 //! | `/target?...` | 200, the body is the request target it received (path and query) |
 //! | `/until-close` | 200 without `Content-Length`: the body ends when we close |
 //! | `/garbage` | not HTTP at all (the chapter must answer 502) |
+//! | `/continue` | `100 Continue`, then 200 with a body (the 100 must be skipped) |
+//! | `/switching` | `101 Switching Protocols` (the chapter must answer 502) |
+//! | `/no-content` | 204 with a `Content-Length` and a body shaped like a second answer |
+//! | `/not-modified` | 304, likewise (neither may reach the client: they end at their head) |
+//! | `/endless-head` | 16 MiB of response head without its blank line (502, and quickly) |
 //! | `/slow?ms=N` | 200 after N ms |
 //! | `/hang` | nothing, until the test ends (the chapter must answer 504 after 5 s) |
 //! | anything else | 200 `hello from upstream\n` |
@@ -26,6 +31,14 @@ use std::time::Duration;
 pub const HELLO: &str = "hello from upstream\n";
 /// The body of `/teapot`.
 pub const TEAPOT: &str = "short and stout\n";
+/// The body of `/continue`'s final answer.
+pub const CONTINUED: &str = "the final answer\n";
+/// What `/no-content` and `/not-modified` send as a body they must not have: a whole
+/// response of its own. A chapter that relayed it would answer its client's next request
+/// with this, from no one.
+pub const SMUGGLED: &str = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+/// How much `/endless-head` sends.
+const ENDLESS: usize = 16 * 1024 * 1024;
 
 /// Set when the test is done with the upstream; wakes every waiting connection.
 #[derive(Default)]
@@ -150,6 +163,16 @@ fn answer(mut stream: TcpStream, stopped: &Stopped, report: &Sender<String>) -> 
         "/target" => reply("200 OK", "text/plain", &format!("{target}\n")),
         "/until-close" => format!("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n{HELLO}"),
         "/garbage" => "SSH-2.0-OpenSSH_9.6\r\nProtocol mismatch.\r\n".to_string(),
+        "/continue" => format!(
+            "HTTP/1.1 100 Continue\r\n\r\n{}",
+            reply("200 OK", "text/plain", CONTINUED)
+        ),
+        "/switching" => "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\
+                         Connection: Upgrade\r\n\r\nnot HTTP any more"
+            .to_string(),
+        "/no-content" => bodyless_with_body("204 No Content"),
+        "/not-modified" => bodyless_with_body("304 Not Modified"),
+        "/endless-head" => return endless_head(stream),
         "/hang" => {
             stopped.wait(Duration::from_secs(120));
             return Ok(());
@@ -167,6 +190,28 @@ fn answer(mut stream: TcpStream, stopped: &Stopped, report: &Sender<String>) -> 
         _ => reply("200 OK", "text/plain", HELLO),
     };
     stream.write_all(bytes.as_bytes())?;
+    stream.shutdown(Shutdown::Write)
+}
+
+/// A 204 or 304 head that claims a body, and that body: [`SMUGGLED`].
+fn bodyless_with_body(status: &str) -> String {
+    format!(
+        "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{SMUGGLED}",
+        SMUGGLED.len()
+    )
+}
+
+/// [`ENDLESS`] bytes of a head that never ends, until the chapter hangs up (it may after
+/// 8 KiB; then our next write fails, and we stop).
+fn endless_head(mut stream: TcpStream) -> io::Result<()> {
+    stream.set_write_timeout(Some(Duration::from_secs(10)))?;
+    let mut filler = b"HTTP/1.1 200 OK\r\nX-Filler: ".to_vec();
+    filler.resize(64 * 1024, b'a');
+    for _ in 0..ENDLESS / filler.len() {
+        stream.write_all(&filler)?;
+        // The status line went out with the first piece; the rest is one endless header.
+        filler.fill(b'a');
+    }
     stream.shutdown(Shutdown::Write)
 }
 

@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use shared::app::{self, Action, Context, Stats};
 use shared::args::Config;
-use shared::http::{self, date, response::Framing, Parse, Response, Version};
-use shared::{files, listener, trace, upstream};
+use shared::http::{self, date, response::Framing, Parse, Response};
+use shared::{files, listener, log, trace, upstream};
 
 fn main() {
     // ANCHOR: setup
@@ -38,7 +38,7 @@ fn main() {
             Err(error) => {
                 // Out of file descriptors (EMFILE) or a client that gave up before we got
                 // to it. Neither is fatal; pause briefly so a persistent error can't spin.
-                eprintln!("accept failed: {error}");
+                log!("accept failed: {error}");
                 thread::sleep(Duration::from_millis(10));
                 continue;
             }
@@ -59,15 +59,12 @@ fn serve(mut stream: TcpStream, config: &Config, stats: &mut Stats) -> io::Resul
     let mut received = Vec::new();
     let mut chunk = [0u8; 16 * 1024];
     // Read until the parser says we have a whole request (or that it is bad).
-    let (response, version, head_only) = loop {
+    let (response, mut framing) = loop {
         match http::parse(&received) {
             Parse::Complete { request, .. } => {
-                let head_only = request.method == "HEAD";
-                break (run_app(&request, config, stats), request.version, head_only);
+                break (run_app(&request, config, stats), Framing::for_request(&request))
             }
-            Parse::Invalid(error) => {
-                break (Response::from_parse_error(error), Version::Http11, false)
-            }
+            Parse::Invalid(error) => break (Response::from_parse_error(error), Framing::CLOSE),
             Parse::Incomplete => {}
         }
         trace!("read: waiting for the request");
@@ -85,14 +82,8 @@ fn serve(mut stream: TcpStream, config: &Config, stats: &mut Stats) -> io::Resul
     };
 
     let mut out = Vec::new();
-    let framing = Framing {
-        server: config.chapter,
-        date: &date::now(),
-        version,
-        keep_alive: false, // one request per connection in this chapter
-        head_only,
-    };
-    http::response::write_response(&mut out, &response, &framing);
+    framing.keep_alive = false; // one request per connection in this chapter
+    http::response::write_response(&mut out, &response, &framing, config.chapter, &date::now());
     trace!("write: {} bytes, status {}", out.len(), response.status);
     stream.write_all(&out)?; // blocks until the client has taken it all
     stats.requests_served += 1;
@@ -105,11 +96,7 @@ fn serve(mut stream: TcpStream, config: &Config, stats: &mut Stats) -> io::Resul
 /// Asks the application what to do, and does it, blocking. A `/sleep?ms=5000` stops the
 /// whole server for five seconds; so does a slow disk or a slow upstream.
 fn run_app(request: &http::Request, config: &Config, stats: &Stats) -> Response {
-    let context = Context {
-        chapter: config.chapter,
-        upstream: config.upstream,
-        stats: *stats,
-    };
+    let context = Context { chapter: config.chapter, upstream: config.upstream, stats: *stats };
     match app::handle(request, &context) {
         Action::Respond(response) => response,
         Action::Sleep { ms } => {
@@ -119,10 +106,9 @@ fn run_app(request: &http::Request, config: &Config, stats: &Stats) -> Response 
         Action::ReadFile { path } => {
             files::response(&path, files::load(&config.root, &path, config.fs_delay))
         }
-        Action::Upstream {
-            address,
-            path_and_query,
-        } => upstream::fetch_blocking(address, &path_and_query),
+        Action::Upstream { address, path_and_query } => {
+            upstream::fetch_blocking(address, &path_and_query)
+        }
     }
 }
 // ANCHOR_END: run_app

@@ -19,7 +19,7 @@ use nix::poll::PollFlags;
 
 use shared::app::Stats;
 use shared::args::Config;
-use shared::http::{self, date, response::Framing, Parse, Response, Version};
+use shared::http::{self, date, response::Framing, Parse, Response};
 use shared::trace;
 
 /// How much a lingering connection may send us before we stop being polite and close.
@@ -161,26 +161,16 @@ impl Connection {
     // ANCHOR: try_respond
     /// If a whole request has arrived (or a bad one), prepare the answer and start sending.
     fn try_respond(&mut self, config: &Config, stats: &mut Stats) {
-        let (response, version, head_only) = match http::parse(&self.received) {
+        let (response, mut framing) = match http::parse(&self.received) {
             Parse::Complete { request, .. } => {
-                let head_only = request.method == "HEAD";
-                (
-                    super::run_app(&request, config, stats),
-                    request.version,
-                    head_only,
-                )
+                (super::run_app(&request, config, stats), Framing::for_request(&request))
             }
-            Parse::Invalid(error) => (Response::from_parse_error(error), Version::Http11, false),
+            Parse::Invalid(error) => (Response::from_parse_error(error), Framing::CLOSE),
             Parse::Incomplete => return, // wait for more bytes
         };
-        let framing = Framing {
-            server: config.chapter,
-            date: &date::now(),
-            version,
-            keep_alive: false, // still one request per connection (keep-alive: chapter 3)
-            head_only,
-        };
-        http::response::write_response(&mut self.out, &response, &framing);
+        framing.keep_alive = false; // still one request per connection (keep-alive: chapter 3)
+        let date = date::now();
+        http::response::write_response(&mut self.out, &response, &framing, config.chapter, &date);
         stats.requests_served += 1;
         self.received = Vec::new(); // the request is answered; give its memory back
         self.state = State::Writing;
@@ -236,11 +226,7 @@ impl Connection {
     /// away whatever still comes), and only then close. nginx calls this a lingering close.
     fn start_lingering(&mut self) {
         let _ = self.stream.shutdown(Shutdown::Write);
-        self.state = if self.peer_closed {
-            State::Done
-        } else {
-            State::Lingering
-        };
+        self.state = if self.peer_closed { State::Done } else { State::Lingering };
     }
     // ANCHOR_END: start_lingering
 

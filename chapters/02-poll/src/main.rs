@@ -27,7 +27,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use shared::app::{self, Action, Context, Stats};
 use shared::args::Config;
 use shared::http::{self, Response};
-use shared::{files, listener, trace, upstream};
+use shared::{files, listener, log, trace, upstream};
 
 use connection::Connection;
 
@@ -53,39 +53,26 @@ fn main() {
             fds.push(PollFd::new(listener.as_fd(), PollFlags::POLLIN));
         }
         for connection in &connections {
-            fds.push(PollFd::new(
-                connection.stream.as_fd(),
-                connection.interest(),
-            ));
+            fds.push(PollFd::new(connection.stream.as_fd(), connection.interest()));
         }
         // Out of file descriptors, we stop asking about the listener for a moment (see
         // `accept_all`), and wake up after 100 ms to try again.
-        let timeout = if accepting {
-            PollTimeout::NONE
-        } else {
-            PollTimeout::from(100u8)
-        };
+        let timeout = if accepting { PollTimeout::NONE } else { PollTimeout::from(100u8) };
 
         // 2. Wait until something is ready. This is the only place the server waits.
-        trace!(
-            "poll: waiting on {} fds, timeout {}",
-            fds.len(),
-            describe(timeout)
-        );
+        trace!("poll: waiting on {} fds, timeout {}", fds.len(), describe(timeout));
         let ready = match poll(&mut fds, timeout) {
             Ok(count) => count,
             Err(Errno::EINTR) => continue, // a signal interrupted the wait: wait again
             Err(error) => {
-                eprintln!("poll failed: {error}");
+                log!("poll failed: {error}");
                 std::process::exit(1);
             }
         };
         stats.loop_turns += 1;
         // `fds` borrows the sockets; copy out what happened so we can use them again.
-        let events: Vec<PollFlags> = fds
-            .iter()
-            .map(|fd| fd.revents().unwrap_or(PollFlags::empty()))
-            .collect();
+        let events: Vec<PollFlags> =
+            fds.iter().map(|fd| fd.revents().unwrap_or(PollFlags::empty())).collect();
         drop(fds);
         trace!("poll: {ready} ready");
 
@@ -129,11 +116,11 @@ fn accept_all(listener: &TcpListener, connections: &mut Vec<Connection>) -> bool
             }
             Err(error) if error.kind() == io::ErrorKind::WouldBlock => return true,
             Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-            Err(error) if is_out_of_descriptors(&error) => {
+            Err(error) if listener::is_out_of_descriptors(&error) => {
                 // The listener stays "ready" while clients wait, so polling it again at
                 // once would spin at 100% CPU doing nothing. Leave it out of the next
                 // `poll` instead; a moment later connections may have closed.
-                eprintln!("accept: {error}; pausing accepts");
+                log!("accept: {error}; pausing accepts");
                 return false;
             }
             Err(error) => {
@@ -154,20 +141,11 @@ fn describe(timeout: PollTimeout) -> String {
     }
 }
 
-/// `EMFILE` (this process is out of descriptors) or `ENFILE` (the whole system is).
-fn is_out_of_descriptors(error: &io::Error) -> bool {
-    matches!(error.raw_os_error(), Some(code) if code == Errno::EMFILE as i32 || code == Errno::ENFILE as i32)
-}
-
 // ANCHOR: run_app
 /// Asks the application what to do, and does it, blocking. Still as in chapter 1: while
 /// we sleep or read a slow disk here, no other client is served. Chapter 4 fixes that.
 fn run_app(request: &http::Request, config: &Config, stats: &Stats) -> Response {
-    let context = Context {
-        chapter: config.chapter,
-        upstream: config.upstream,
-        stats: *stats,
-    };
+    let context = Context { chapter: config.chapter, upstream: config.upstream, stats: *stats };
     match app::handle(request, &context) {
         Action::Respond(response) => response,
         Action::Sleep { ms } => {
@@ -177,10 +155,9 @@ fn run_app(request: &http::Request, config: &Config, stats: &Stats) -> Response 
         Action::ReadFile { path } => {
             files::response(&path, files::load(&config.root, &path, config.fs_delay))
         }
-        Action::Upstream {
-            address,
-            path_and_query,
-        } => upstream::fetch_blocking(address, &path_and_query),
+        Action::Upstream { address, path_and_query } => {
+            upstream::fetch_blocking(address, &path_and_query)
+        }
     }
 }
 // ANCHOR_END: run_app

@@ -237,10 +237,7 @@ impl Connection {
     /// Pipelined requests that arrived together get their answers in one buffer, and so
     /// usually in one `write`. A request whose answer must wait stops the line there.
     fn try_respond(
-        &mut self,
-        event_loop: &mut EventLoop<Server>,
-        token: Token,
-        server: &mut Server,
+        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
     ) {
         let mut start = 0; // where the next unanswered request begins in `received`
         let mut blocked = false; // the client is not taking our output: sending can wait
@@ -296,12 +293,7 @@ impl Connection {
                 // pipelined behind it stay in `received`, unanswered, so that the answers
                 // still go out in order.
                 Reply::Later(effect) => {
-                    self.waiting = Some(Waiting {
-                        effect,
-                        version,
-                        head_only,
-                        keep_alive,
-                    });
+                    self.waiting = Some(Waiting { effect, version, head_only, keep_alive });
                 }
             }
             // ANCHOR_END: wait_for_effect
@@ -323,11 +315,7 @@ impl Connection {
     // ANCHOR: respond
     /// Adds the answer to one request to the output, and decides whether it is the last.
     fn respond(
-        &mut self,
-        response: &Response,
-        version: Version,
-        head_only: bool,
-        keep_alive: bool,
+        &mut self, response: &Response, version: Version, head_only: bool, keep_alive: bool,
         server: &mut Server,
     ) {
         // ANCHOR: keep_alive
@@ -337,14 +325,9 @@ impl Connection {
         // `Framing` writes the matching `Connection` header.
         let keep_alive = keep_alive && !response.close && !server.shutting_down;
         // ANCHOR_END: keep_alive
-        let framing = Framing {
-            server: server.config.chapter,
-            date: &server.date, // formatted once a second, not per response
-            version,
-            keep_alive,
-            head_only,
-        };
-        http::response::write_response(&mut self.out, response, &framing);
+        let framing = Framing { version, keep_alive, head_only };
+        let (name, date) = (server.config.chapter, &server.date);
+        http::response::write_response(&mut self.out, response, &framing, name, date);
         server.requests_served += 1;
         self.answered_before = true;
         if !keep_alive {
@@ -361,13 +344,7 @@ impl Connection {
         let Some(waiting) = self.waiting.take() else {
             return;
         };
-        self.respond(
-            &response,
-            waiting.version,
-            waiting.head_only,
-            waiting.keep_alive,
-            server,
-        );
+        self.respond(&response, waiting.version, waiting.head_only, waiting.keep_alive, server);
     }
 
     // ANCHOR: deadline
@@ -514,11 +491,7 @@ impl Connection {
     /// away whatever still comes), and only then close. nginx calls this a lingering close.
     fn start_lingering(&mut self) {
         let _ = self.stream.shutdown(Shutdown::Write);
-        self.state = if self.peer_closed {
-            State::Done
-        } else {
-            State::Lingering
-        };
+        self.state = if self.peer_closed { State::Done } else { State::Lingering };
     }
     // ANCHOR_END: start_lingering
 
@@ -526,10 +499,7 @@ impl Connection {
     /// After every callback: finish if there is nothing left to do, otherwise tell the
     /// loop what to wait for next.
     fn after_event(
-        &mut self,
-        event_loop: &mut EventLoop<Server>,
-        token: Token,
-        server: &mut Server,
+        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
     ) {
         if self.state == State::Reading && self.pending_output() == 0 {
             // Every complete request is answered and sent (`try_respond` stops early
@@ -577,10 +547,7 @@ impl Connection {
 /// what can be answered, send what can be sent, and say what to wait for next.
 impl Handler<Server> for Connection {
     fn on_readable(
-        &mut self,
-        event_loop: &mut EventLoop<Server>,
-        token: Token,
-        server: &mut Server,
+        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
     ) {
         self.read_available();
         self.try_respond(event_loop, token, server);
@@ -588,10 +555,7 @@ impl Handler<Server> for Connection {
     }
 
     fn on_writable(
-        &mut self,
-        event_loop: &mut EventLoop<Server>,
-        token: Token,
-        server: &mut Server,
+        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
     ) {
         // `try_respond` sends first if output is piled up, then answers the requests it
         // held back because of it, then sends again.
@@ -603,10 +567,7 @@ impl Handler<Server> for Connection {
     /// New in chapter 4: one of this connection's timers fired (or its idle callback is
     /// up). The timer says what for.
     fn on_timer(
-        &mut self,
-        event_loop: &mut EventLoop<Server>,
-        token: Token,
-        server: &mut Server,
+        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
         timer: Timer,
     ) {
         match timer {
@@ -615,11 +576,7 @@ impl Handler<Server> for Connection {
             Timer::SleepDone { ms } => self.finish_waiting(app::slept(ms), server),
             Timer::UpstreamAnswer(Answer(response)) => self.finish_waiting(response, server),
             Timer::UpstreamTimeout => {
-                if let Some(Waiting {
-                    effect: Effect::Upstream(fetch),
-                    ..
-                }) = &self.waiting
-                {
+                if let Some(Waiting { effect: Effect::Upstream(fetch), .. }) = &self.waiting {
                     let response = fetch.time_out(event_loop);
                     self.finish_waiting(response, server);
                 }

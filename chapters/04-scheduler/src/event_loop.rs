@@ -70,10 +70,7 @@ pub struct Token {
 impl Token {
     /// A token for testing the poll backend alone, without a loop.
     pub fn for_tests(index: u32) -> Token {
-        Token {
-            index,
-            generation: 0,
-        }
+        Token { index, generation: 0 }
     }
 }
 
@@ -95,18 +92,9 @@ pub struct Interest {
 
 impl Interest {
     /// Wait for nothing for now; the registration stays (see `poll_backend::pollfd`).
-    pub const NONE: Interest = Interest {
-        readable: false,
-        writable: false,
-    };
-    pub const READABLE: Interest = Interest {
-        readable: true,
-        writable: false,
-    };
-    pub const WRITABLE: Interest = Interest {
-        readable: false,
-        writable: true,
-    };
+    pub const NONE: Interest = Interest { readable: false, writable: false };
+    pub const READABLE: Interest = Interest { readable: true, writable: false };
+    pub const WRITABLE: Interest = Interest { readable: false, writable: true };
 }
 
 /// One thing `poll` reported: this registration is ready to read and/or to write.
@@ -161,11 +149,7 @@ pub trait Handler<S: SharedState> {
     /// [`EventLoop::add_timer_for`]). Never once the registration has ended: the loop
     /// checks the token, as it does for events.
     fn on_timer(
-        &mut self,
-        _event_loop: &mut EventLoop<S>,
-        _token: Token,
-        _state: &mut S,
-        _timer: S::Timer,
+        &mut self, _event_loop: &mut EventLoop<S>, _token: Token, _state: &mut S, _timer: S::Timer,
     ) {
     }
 }
@@ -245,18 +229,12 @@ impl<S: SharedState> EventLoop<S> {
             None => {
                 let index = u32::try_from(self.slots.len())
                     .map_err(|_| io::Error::other("too many registrations"))?;
-                self.slots.push(Slot {
-                    generation: 0,
-                    registration: None,
-                });
+                self.slots.push(Slot { generation: 0, registration: None });
                 index
             }
         };
         let slot = &mut self.slots[index as usize];
-        let token = Token {
-            index,
-            generation: slot.generation,
-        };
+        let token = Token { index, generation: slot.generation };
         if let Err(error) = self.poller.add(fd, token, interest) {
             self.free.push(index);
             return Err(error);
@@ -313,10 +291,7 @@ impl<S: SharedState> EventLoop<S> {
         // Forget the descriptor *before* the handler is dropped and closes it: the number
         // may be reused by the next `accept`, and must not still be in the poller then.
         if let Err(error) = self.poller.delete(registration.fd) {
-            trace!(
-                "fd {} (token {token}): delete failed: {error}",
-                registration.fd
-            );
+            trace!("fd {} (token {token}): delete failed: {error}", registration.fd);
         }
         trace!("fd {} (token {token}): deregistered", registration.fd);
         drop(registration.handler);
@@ -352,8 +327,7 @@ impl<S: SharedState> EventLoop<S> {
     /// Calls [`SharedState::on_timer`] with a copy of `timer` every `period`, until
     /// cancelled.
     pub fn add_periodic_timer(&mut self, period: Duration, timer: S::Timer) -> TimerId {
-        self.timers
-            .add_periodic(Instant::now(), period, (None, timer))
+        self.timers.add_periodic(Instant::now(), period, (None, timer))
     }
 
     /// Stops a timer so that it never fires (again). `false` if there was nothing to stop:
@@ -601,10 +575,7 @@ mod tests {
 
     type Action = Box<dyn FnMut(&mut EventLoop<State>, Token, &mut State)>;
 
-    const BOTH: Interest = Interest {
-        readable: true,
-        writable: true,
-    };
+    const BOTH: Interest = Interest { readable: true, writable: true };
 
     /// A handler that owns its socket (so dropping it closes the socket, as with a real
     /// connection), logs each call as "name readable" / "name writable", then runs `action`.
@@ -616,10 +587,7 @@ mod tests {
 
     impl Probe {
         fn log(
-            &mut self,
-            direction: &str,
-            event_loop: &mut EventLoop<State>,
-            token: Token,
+            &mut self, direction: &str, event_loop: &mut EventLoop<State>, token: Token,
             state: &mut State,
         ) {
             state.log.push(format!("{} {direction}", self.name));
@@ -629,26 +597,17 @@ mod tests {
 
     impl Handler<State> for Probe {
         fn on_readable(
-            &mut self,
-            event_loop: &mut EventLoop<State>,
-            token: Token,
-            state: &mut State,
+            &mut self, event_loop: &mut EventLoop<State>, token: Token, state: &mut State,
         ) {
             self.log("readable", event_loop, token, state);
         }
         fn on_writable(
-            &mut self,
-            event_loop: &mut EventLoop<State>,
-            token: Token,
-            state: &mut State,
+            &mut self, event_loop: &mut EventLoop<State>, token: Token, state: &mut State,
         ) {
             self.log("writable", event_loop, token, state);
         }
         fn on_timer(
-            &mut self,
-            event_loop: &mut EventLoop<State>,
-            token: Token,
-            state: &mut State,
+            &mut self, event_loop: &mut EventLoop<State>, token: Token, state: &mut State,
             timer: &'static str,
         ) {
             self.log(&format!("timer {timer}"), event_loop, token, state);
@@ -665,17 +624,10 @@ mod tests {
 
     /// Registers a probe on a fresh readable socket; returns its token and the peer.
     fn register_probe(
-        event_loop: &mut EventLoop<State>,
-        name: &'static str,
-        interest: Interest,
-        action: Action,
+        event_loop: &mut EventLoop<State>, name: &'static str, interest: Interest, action: Action,
     ) -> (Token, UnixStream) {
         let (socket, peer) = readable_socket();
-        let probe = Probe {
-            name,
-            action,
-            _socket: socket,
-        };
+        let probe = Probe { name, action, _socket: socket };
         let fd = probe._socket.as_raw_fd();
         let token = event_loop.register(fd, interest, probe).expect("register");
         (token, peer)
@@ -688,9 +640,7 @@ mod tests {
     /// One turn that waits at most 10 s: long enough never to be the reason a test fails,
     /// and every test here has something ready at once, so it never actually waits.
     fn turn(event_loop: &mut EventLoop<State>, state: &mut State) {
-        event_loop
-            .turn(Some(Duration::from_secs(10)), state)
-            .expect("turn");
+        event_loop.turn(Some(Duration::from_secs(10)), state).expect("turn");
     }
 
     /// Has our end of `peer`'s pair been closed? The peer then reads end-of-file, or a
@@ -721,12 +671,7 @@ mod tests {
         state.tokens = vec![a, b];
 
         turn(&mut event_loop, &mut state);
-        assert_eq!(
-            state.log.len(),
-            1,
-            "only the first callback runs: {:?}",
-            state.log
-        );
+        assert_eq!(state.log.len(), 1, "only the first callback runs: {:?}", state.log);
         assert_eq!(event_loop.count::<Probe>(), 1);
     }
 
@@ -765,11 +710,7 @@ mod tests {
 
         // On the next turn the newcomer's own event arrives, under its own token.
         turn(&mut event_loop, &mut state);
-        assert!(
-            state.log.contains(&"newcomer readable".to_string()),
-            "{:?}",
-            state.log
-        );
+        assert!(state.log.contains(&"newcomer readable".to_string()), "{:?}", state.log);
         assert!(!state.log.contains(&"victim readable".to_string()));
     }
 
@@ -787,15 +728,8 @@ mod tests {
             register_probe(&mut event_loop, "good", Interest::READABLE, nothing());
 
         turn(&mut event_loop, &mut state);
-        assert_eq!(
-            state.log,
-            ["bad readable", "good readable"],
-            "the loop went on"
-        );
-        assert!(
-            !event_loop.deregister(bad),
-            "the panicking handler is deregistered already"
-        );
+        assert_eq!(state.log, ["bad readable", "good readable"], "the loop went on");
+        assert!(!event_loop.deregister(bad), "the panicking handler is deregistered already");
         assert!(closed(&peer_bad), "and dropped, which closed its socket");
         assert_eq!(event_loop.count::<Probe>(), 1, "the good one stays");
         assert!(!closed(&peer_good));
@@ -812,28 +746,18 @@ mod tests {
         // A socket is almost always writable, and this one is readable too.
         let (token, _peer) = register_probe(&mut event_loop, "p", BOTH, nothing());
         turn(&mut event_loop, &mut state);
-        assert_eq!(
-            state.log,
-            ["p readable", "p writable"],
-            "readable first, then writable"
-        );
+        assert_eq!(state.log, ["p readable", "p writable"], "readable first, then writable");
 
         state.log.clear();
-        event_loop
-            .set_interest(token, Interest::WRITABLE)
-            .expect("set_interest");
+        event_loop.set_interest(token, Interest::WRITABLE).expect("set_interest");
         turn(&mut event_loop, &mut state);
         assert_eq!(state.log, ["p writable"]);
 
         // Waiting for nothing: `poll` must not report the socket at all, so a zero
         // timeout comes back empty.
         state.log.clear();
-        event_loop
-            .set_interest(token, Interest::NONE)
-            .expect("set_interest");
-        event_loop
-            .turn(Some(Duration::ZERO), &mut state)
-            .expect("turn");
+        event_loop.set_interest(token, Interest::NONE).expect("set_interest");
+        event_loop.turn(Some(Duration::ZERO), &mut state).expect("turn");
         assert!(state.log.is_empty(), "{:?}", state.log);
     }
 
@@ -845,9 +769,7 @@ mod tests {
         // by the same `poll`, is delivered.
         let mute_other: Action = Box::new(|event_loop, _token, state: &mut State| {
             let other = state.tokens[0];
-            event_loop
-                .set_interest(other, Interest::NONE)
-                .expect("set_interest");
+            event_loop.set_interest(other, Interest::NONE).expect("set_interest");
         });
         let (_first, _peer_1) =
             register_probe(&mut event_loop, "first", Interest::READABLE, mute_other);
@@ -873,10 +795,7 @@ mod tests {
         turn(&mut event_loop, &mut state);
         // Its writable event of the same turn was not delivered: it was gone by then.
         assert_eq!(state.log, ["p readable"]);
-        assert!(
-            !event_loop.deregister(token),
-            "gone once its callback returned"
-        );
+        assert!(!event_loop.deregister(token), "gone once its callback returned");
         assert!(closed(&peer));
         assert_eq!(event_loop.count::<Probe>(), 0);
     }
@@ -901,16 +820,11 @@ mod tests {
         // Nothing is registered, so only the timer can end the wait. Each turn may wait
         // at most 5 s, and we give up after 10 turns: a broken loop fails, never hangs.
         while state.log.is_empty() && event_loop.turns() < 10 {
-            event_loop
-                .turn(Some(Duration::from_secs(5)), &mut state)
-                .expect("turn");
+            event_loop.turn(Some(Duration::from_secs(5)), &mut state).expect("turn");
         }
         let waited = started.elapsed();
         assert_eq!(state.log, ["state due"]);
-        assert!(
-            waited >= Duration::from_millis(50),
-            "fired early: {waited:?}"
-        );
+        assert!(waited >= Duration::from_millis(50), "fired early: {waited:?}");
         assert!(waited < Duration::from_secs(2), "fired late: {waited:?}");
         // One turn that sleeps until the deadline, perhaps a second if `poll` woke a hair
         // early: never the thousands of a loop that polls with a zero timeout.
@@ -924,20 +838,14 @@ mod tests {
         let mut state = State::default();
         // A probe that stops reading after its first callback, so the next turn has no I/O.
         let mute: Action = Box::new(|event_loop, token, _state| {
-            event_loop
-                .set_interest(token, Interest::NONE)
-                .expect("set_interest");
+            event_loop.set_interest(token, Interest::NONE).expect("set_interest");
         });
         let (_token, _peer) = register_probe(&mut event_loop, "p", Interest::READABLE, mute);
         event_loop.add_idle("idle");
         event_loop.add_timer(Duration::ZERO, "timer");
         // Idle work is queued, so `poll` does not sleep; the socket is ready anyway.
         turn(&mut event_loop, &mut state);
-        assert_eq!(
-            state.log,
-            ["p readable", "state timer"],
-            "no idle: I/O was ready"
-        );
+        assert_eq!(state.log, ["p readable", "state timer"], "no idle: I/O was ready");
         turn(&mut event_loop, &mut state);
         assert_eq!(state.log, ["p readable", "state timer", "state idle"]);
         assert_eq!(event_loop.count::<Probe>(), 1);

@@ -240,10 +240,7 @@ struct Listener {
 
 impl Handler<Server> for Listener {
     fn on_readable(
-        &mut self,
-        event_loop: &mut EventLoop<Server>,
-        token: Token,
-        server: &mut Server,
+        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
     ) {
         if !accept_all(&self.listener, event_loop, server) {
             server.accept_paused = true;
@@ -306,10 +303,7 @@ fn accept_all(listener: &TcpListener, event_loop: &mut EventLoop<Server>, server
 /// anything.
 impl Handler<Server> for Signals {
     fn on_readable(
-        &mut self,
-        event_loop: &mut EventLoop<Server>,
-        _token: Token,
-        server: &mut Server,
+        &mut self, event_loop: &mut EventLoop<Server>, _token: Token, server: &mut Server,
     ) {
         let Some(signal) = self.drain() else {
             return;
@@ -408,17 +402,10 @@ impl Effect {
 /// meanwhile it serves everyone else. Files still block: a slow disk holds everyone up
 /// until chapter 6.
 fn run_app(
-    request: &http::Request,
-    config: &Config,
-    stats: &Stats,
-    event_loop: &mut EventLoop<Server>,
+    request: &http::Request, config: &Config, stats: &Stats, event_loop: &mut EventLoop<Server>,
     token: Token,
 ) -> Reply {
-    let context = Context {
-        chapter: config.chapter,
-        upstream: config.upstream,
-        stats: *stats,
-    };
+    let context = Context { chapter: config.chapter, upstream: config.upstream, stats: *stats };
     match app::handle(request, &context) {
         Action::Respond(response) => Reply::Now(response),
         // ANCHOR: sleep
@@ -431,18 +418,16 @@ fn run_app(
         }
         // ANCHOR_END: sleep
         // Still blocking, as in chapter 1: a slow disk holds everyone up until chapter 6.
-        Action::ReadFile { path } => Reply::Now(files::response(
-            &path,
-            files::load(&config.root, &path, config.fs_delay),
-        )),
-        Action::Upstream {
-            address,
-            path_and_query,
-        } => match upstream::fetch(event_loop, token, address, &path_and_query) {
-            Ok(fetch) => Reply::Later(Effect::Upstream(fetch)),
-            // It failed before it began (no socket, or refused on the spot): answer now.
-            Err(response) => Reply::Now(response),
-        },
+        Action::ReadFile { path } => {
+            Reply::Now(files::response(&path, files::load(&config.root, &path, config.fs_delay)))
+        }
+        Action::Upstream { address, path_and_query } => {
+            match upstream::fetch(event_loop, token, address, &path_and_query) {
+                Ok(fetch) => Reply::Later(Effect::Upstream(fetch)),
+                // It failed before it began (no socket, or refused on the spot): answer now.
+                Err(response) => Reply::Now(response),
+            }
+        }
     }
 }
 // ANCHOR_END: run_app

@@ -46,10 +46,7 @@ use crate::{Server, Timer};
 /// `Timer::UpstreamAnswer`, or `Timer::UpstreamTimeout` after 5 s. If the fetch fails
 /// before it has begun, the result is the 502 to answer with.
 pub fn fetch(
-    event_loop: &mut EventLoop<Server>,
-    client: Token,
-    address: SocketAddr,
-    path_and_query: &str,
+    event_loop: &mut EventLoop<Server>, client: Token, address: SocketAddr, path_and_query: &str,
 ) -> Result<Fetch, Response> {
     // The 504 timer comes first, because every callback below needs its id: whichever of
     // them ends the fetch cancels it.
@@ -84,11 +81,8 @@ pub fn fetch(
 /// The end of the chain, whatever the outcome. The socket finished before the timer, so
 /// it cancels the timer, closes itself, and sends the client its answer.
 fn finish(
-    socket: &mut UpstreamSocket,
-    event_loop: &mut EventLoop<Server>,
-    client: Token,
-    timeout: TimerId,
-    outcome: Result<Response, &'static str>,
+    socket: &mut UpstreamSocket, event_loop: &mut EventLoop<Server>, client: Token,
+    timeout: TimerId, outcome: Result<Response, &'static str>,
 ) {
     event_loop.cancel_timer(timeout);
     socket.close(event_loop);
@@ -186,9 +180,7 @@ impl UpstreamSocket {
 
     /// "When you are next ready for `interest`, run `step`."
     fn wait_for(
-        &mut self,
-        event_loop: &mut EventLoop<Server>,
-        interest: Interest,
+        &mut self, event_loop: &mut EventLoop<Server>, interest: Interest,
         step: impl FnOnce(&mut UpstreamSocket, &mut EventLoop<Server>) + 'static,
     ) {
         self.next = Some(Box::new(step));
@@ -217,8 +209,7 @@ impl UpstreamSocket {
 /// loop, and calls `then` once the connection is made or has failed. Returns the socket's
 /// token, or the reason for a 502 if it failed on the spot.
 fn connect(
-    event_loop: &mut EventLoop<Server>,
-    address: SocketAddr,
+    event_loop: &mut EventLoop<Server>, address: SocketAddr,
     then: impl Then<Result<(), &'static str>>,
 ) -> Result<Token, &'static str> {
     let stream = start_connecting(address).map_err(|error| {
@@ -243,12 +234,10 @@ fn connect(
         received: Vec::new(),
         next: Some(Box::new(connected)),
     };
-    let token = event_loop
-        .register(fd, Interest::WRITABLE, socket)
-        .map_err(|error| {
-            trace!("upstream {address}: cannot register: {error}");
-            "could not connect to the upstream"
-        })?;
+    let token = event_loop.register(fd, Interest::WRITABLE, socket).map_err(|error| {
+        trace!("upstream {address}: cannot register: {error}");
+        "could not connect to the upstream"
+    })?;
     trace!("upstream {address}: connecting (fd {fd}, token {token})");
     Ok(token)
 }
@@ -275,9 +264,7 @@ fn start_connecting(address: SocketAddr) -> io::Result<TcpStream> {
 impl UpstreamSocket {
     /// Step 2: sends `request`, as much as the kernel takes each time, then calls `then`.
     fn send(
-        &mut self,
-        event_loop: &mut EventLoop<Server>,
-        mut request: Vec<u8>,
+        &mut self, event_loop: &mut EventLoop<Server>, mut request: Vec<u8>,
         then: impl Then<Result<(), &'static str>>,
     ) {
         while !request.is_empty() {
@@ -309,8 +296,7 @@ impl UpstreamSocket {
     /// Step 3: reads the answer until `parse_response` says it is whole, or garbage, then
     /// calls `then` with it.
     fn read_answer(
-        &mut self,
-        event_loop: &mut EventLoop<Server>,
+        &mut self, event_loop: &mut EventLoop<Server>,
         then: impl Then<Result<Response, &'static str>>,
     ) {
         let mut chunk = [0u8; 16 * 1024];

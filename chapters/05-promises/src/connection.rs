@@ -236,10 +236,7 @@ impl Connection {
     /// Pipelined requests that arrived together get their answers in one buffer, and so
     /// usually in one `write`. A request whose answer must wait stops the line there.
     fn try_respond(
-        &mut self,
-        event_loop: &mut EventLoop<Server>,
-        token: Token,
-        server: &mut Server,
+        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
     ) {
         let mut start = 0; // where the next unanswered request begins in `received`
         let mut blocked = false; // the client is not taking our output: sending can wait
@@ -295,12 +292,7 @@ impl Connection {
                 // pipelined behind it stay in `received`, unanswered, so that the answers
                 // still go out in order.
                 Reply::Later(effect) => {
-                    self.waiting = Some(Waiting {
-                        effect,
-                        version,
-                        head_only,
-                        keep_alive,
-                    });
+                    self.waiting = Some(Waiting { effect, version, head_only, keep_alive });
                 }
             }
             // ANCHOR_END: wait_for_effect
@@ -322,11 +314,7 @@ impl Connection {
     // ANCHOR: respond
     /// Adds the answer to one request to the output, and decides whether it is the last.
     fn respond(
-        &mut self,
-        response: &Response,
-        version: Version,
-        head_only: bool,
-        keep_alive: bool,
+        &mut self, response: &Response, version: Version, head_only: bool, keep_alive: bool,
         server: &mut Server,
     ) {
         // ANCHOR: keep_alive
@@ -336,14 +324,9 @@ impl Connection {
         // `Framing` writes the matching `Connection` header.
         let keep_alive = keep_alive && !response.close && !server.shutting_down;
         // ANCHOR_END: keep_alive
-        let framing = Framing {
-            server: server.config.chapter,
-            date: &server.date, // formatted once a second, not per response
-            version,
-            keep_alive,
-            head_only,
-        };
-        http::response::write_response(&mut self.out, response, &framing);
+        let framing = Framing { version, keep_alive, head_only };
+        let (name, date) = (server.config.chapter, &server.date);
+        http::response::write_response(&mut self.out, response, &framing, name, date);
         server.requests_served += 1;
         self.answered_before = true;
         if !keep_alive {
@@ -355,10 +338,7 @@ impl Connection {
     /// The effect a request waited for is over, with this answer: it goes out in the
     /// request's place in line, and the requests behind it may go on.
     fn finish_waiting(
-        &mut self,
-        event_loop: &mut EventLoop<Server>,
-        response: Response,
-        server: &mut Server,
+        &mut self, event_loop: &mut EventLoop<Server>, response: Response, server: &mut Server,
     ) {
         // Always `Some`: an effect's chain answers once. But a stray message must not
         // answer a request that is not waiting.
@@ -367,13 +347,7 @@ impl Connection {
         };
         // What lost the race, if anything, is still running: a 5 s timer, a socket.
         waiting.effect.cancel(event_loop);
-        self.respond(
-            &response,
-            waiting.version,
-            waiting.head_only,
-            waiting.keep_alive,
-            server,
-        );
+        self.respond(&response, waiting.version, waiting.head_only, waiting.keep_alive, server);
     }
 
     // ANCHOR: deadline
@@ -520,11 +494,7 @@ impl Connection {
     /// away whatever still comes), and only then close. nginx calls this a lingering close.
     fn start_lingering(&mut self) {
         let _ = self.stream.shutdown(Shutdown::Write);
-        self.state = if self.peer_closed {
-            State::Done
-        } else {
-            State::Lingering
-        };
+        self.state = if self.peer_closed { State::Done } else { State::Lingering };
     }
     // ANCHOR_END: start_lingering
 
@@ -532,10 +502,7 @@ impl Connection {
     /// After every callback: finish if there is nothing left to do, otherwise tell the
     /// loop what to wait for next.
     fn after_event(
-        &mut self,
-        event_loop: &mut EventLoop<Server>,
-        token: Token,
-        server: &mut Server,
+        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
     ) {
         if self.state == State::Reading && self.pending_output() == 0 {
             // Every complete request is answered and sent (`try_respond` stops early
@@ -583,10 +550,7 @@ impl Connection {
 /// what can be answered, send what can be sent, and say what to wait for next.
 impl Handler<Server> for Connection {
     fn on_readable(
-        &mut self,
-        event_loop: &mut EventLoop<Server>,
-        token: Token,
-        server: &mut Server,
+        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
     ) {
         self.read_available();
         self.try_respond(event_loop, token, server);
@@ -594,10 +558,7 @@ impl Handler<Server> for Connection {
     }
 
     fn on_writable(
-        &mut self,
-        event_loop: &mut EventLoop<Server>,
-        token: Token,
-        server: &mut Server,
+        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
     ) {
         // `try_respond` sends first if output is piled up, then answers the requests it
         // held back because of it, then sends again.
@@ -609,10 +570,7 @@ impl Handler<Server> for Connection {
     /// One of this connection's timers fired, its idle callback is up, or (new in chapter
     /// 5) a settled promise posted it a message through the outbox. The `Timer` says what.
     fn on_timer(
-        &mut self,
-        event_loop: &mut EventLoop<Server>,
-        token: Token,
-        server: &mut Server,
+        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
         timer: Timer,
     ) {
         match timer {

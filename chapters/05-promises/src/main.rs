@@ -261,10 +261,7 @@ struct Listener {
 
 impl Handler<Server> for Listener {
     fn on_readable(
-        &mut self,
-        event_loop: &mut EventLoop<Server>,
-        token: Token,
-        server: &mut Server,
+        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
     ) {
         if !accept_all(&self.listener, event_loop, server) {
             server.accept_paused = true;
@@ -327,10 +324,7 @@ fn accept_all(listener: &TcpListener, event_loop: &mut EventLoop<Server>, server
 /// anything.
 impl Handler<Server> for Signals {
     fn on_readable(
-        &mut self,
-        event_loop: &mut EventLoop<Server>,
-        _token: Token,
-        server: &mut Server,
+        &mut self, event_loop: &mut EventLoop<Server>, _token: Token, server: &mut Server,
     ) {
         let Some(signal) = self.drain() else {
             return;
@@ -430,17 +424,10 @@ impl Effect {
 /// in, the loop calls the connection back, and meanwhile it serves everyone else. Files
 /// still block: a slow disk holds everyone up until chapter 6.
 fn run_app(
-    request: &http::Request,
-    config: &Config,
-    stats: &Stats,
-    event_loop: &mut EventLoop<Server>,
+    request: &http::Request, config: &Config, stats: &Stats, event_loop: &mut EventLoop<Server>,
     token: Token,
 ) -> Reply {
-    let context = Context {
-        chapter: config.chapter,
-        upstream: config.upstream,
-        stats: *stats,
-    };
+    let context = Context { chapter: config.chapter, upstream: config.upstream, stats: *stats };
     match app::handle(request, &context) {
         Action::Respond(response) => Reply::Now(response),
         // ANCHOR: sleep
@@ -453,18 +440,18 @@ fn run_app(
         }
         // ANCHOR_END: sleep
         // Still blocking, as in chapter 1: a slow disk holds everyone up until chapter 6.
-        Action::ReadFile { path } => Reply::Now(files::response(
-            &path,
-            files::load(&config.root, &path, config.fs_delay),
-        )),
-        Action::Upstream {
-            address,
-            path_and_query,
-        } => match upstream::fetch(event_loop, address, &path_and_query) {
-            Ok((fetch, answer)) => answer_later(Effect::Upstream(fetch), answer, event_loop, token),
-            // It failed before it began (no socket, or refused on the spot): answer now.
-            Err(response) => Reply::Now(response),
-        },
+        Action::ReadFile { path } => {
+            Reply::Now(files::response(&path, files::load(&config.root, &path, config.fs_delay)))
+        }
+        Action::Upstream { address, path_and_query } => {
+            match upstream::fetch(event_loop, address, &path_and_query) {
+                Ok((fetch, answer)) => {
+                    answer_later(Effect::Upstream(fetch), answer, event_loop, token)
+                }
+                // It failed before it began (no socket, or refused on the spot): answer now.
+                Err(response) => Reply::Now(response),
+            }
+        }
     }
 }
 
@@ -480,9 +467,7 @@ fn run_app(
 /// chain alive, whose last step keeps the connection alive, and neither ever freed.) If
 /// the client has left by then, its token names nothing any more: the loop skips it.
 fn answer_later(
-    effect: Effect,
-    answer: Promise<Response, Response>,
-    event_loop: &EventLoop<Server>,
+    effect: Effect, answer: Promise<Response, Response>, event_loop: &EventLoop<Server>,
     token: Token,
 ) -> Reply {
     let outbox = event_loop.outbox();

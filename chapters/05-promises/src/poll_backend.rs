@@ -38,11 +38,7 @@ pub struct Poller {
 
 impl Poller {
     pub fn new() -> Poller {
-        Poller {
-            fds: Vec::new(),
-            registered: Vec::new(),
-            position: HashMap::new(),
-        }
+        Poller { fds: Vec::new(), registered: Vec::new(), position: HashMap::new() }
     }
 
     // ANCHOR: poller_edit
@@ -98,21 +94,13 @@ impl Poller {
                 i32::try_from(ms).unwrap_or(i32::MAX)
             }
         };
-        trace!(
-            "poll: waiting on {} fds, timeout {}",
-            self.fds.len(),
-            describe(timeout_ms)
-        );
+        trace!("poll: waiting on {} fds, timeout {}", self.fds.len(), describe(timeout_ms));
         // SAFETY: `poll` reads `fds.len()` entries from the pointer and writes only their
         // `revents` fields; the pointer and length come from a live Vec that nothing else
         // touches during the call. A descriptor closed behind our back is not unsafe
         // either: `poll` just reports it as POLLNVAL.
         let ready = unsafe {
-            libc::poll(
-                self.fds.as_mut_ptr(),
-                self.fds.len() as libc::nfds_t,
-                timeout_ms,
-            )
+            libc::poll(self.fds.as_mut_ptr(), self.fds.len() as libc::nfds_t, timeout_ms)
         };
         if ready < 0 {
             return Err(io::Error::last_os_error()); // EINTR included: the loop handles it
@@ -161,10 +149,7 @@ fn pollfd(fd: RawFd, interest: Interest) -> libc::pollfd {
 // ANCHOR_END: pollfd
 
 fn not_registered(fd: RawFd) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::NotFound,
-        format!("fd {fd} is not registered"),
-    )
+    io::Error::new(io::ErrorKind::NotFound, format!("fd {fd} is not registered"))
 }
 
 /// `-1` means "no timeout": say so in the trace rather than print a puzzling number.
@@ -190,29 +175,20 @@ mod tests {
     #[test]
     fn delete_keeps_the_other_entries_findable() {
         let mut poller = Poller::new();
-        let pairs: Vec<_> = (0..3)
-            .map(|_| UnixStream::pair().expect("socketpair"))
-            .collect();
+        let pairs: Vec<_> = (0..3).map(|_| UnixStream::pair().expect("socketpair")).collect();
         for (index, (ours, peer)) in pairs.iter().enumerate() {
             (&*peer).write_all(b"x").expect("write");
-            poller
-                .add(ours.as_raw_fd(), token(index as u32), Interest::READABLE)
-                .expect("add");
+            poller.add(ours.as_raw_fd(), token(index as u32), Interest::READABLE).expect("add");
         }
         // Deleting the first moves the last into its place; both others must still be
         // reachable by descriptor, and report under their own tokens.
         poller.delete(pairs[0].0.as_raw_fd()).expect("delete");
-        assert!(
-            poller.delete(pairs[0].0.as_raw_fd()).is_err(),
-            "already gone"
-        );
+        assert!(poller.delete(pairs[0].0.as_raw_fd()).is_err(), "already gone");
         poller
             .modify(pairs[2].0.as_raw_fd(), token(2), Interest::READABLE)
             .expect("modify the moved entry");
         let mut events = Vec::new();
-        poller
-            .wait(&mut events, Some(Duration::ZERO))
-            .expect("wait");
+        poller.wait(&mut events, Some(Duration::ZERO)).expect("wait");
         let mut tokens: Vec<Token> = events.iter().map(|event| event.token).collect();
         tokens.sort_by_key(|token| token.to_string());
         assert_eq!(tokens, [token(1), token(2)]);

@@ -99,19 +99,14 @@ impl Filesystem {
             waiting: RefCell::default(),
             ready: ready.clone(),
         };
-        Ok(Filesystem {
-            shared: Rc::new(shared),
-        })
+        Ok(Filesystem { shared: Rc::new(shared) })
     }
 
     // ANCHOR: open_and_read
     /// `files::open`, on a worker: the promise of the file under `root` and its length.
     /// Also returns the [`Opening`] that stops waiting for it, should the client leave.
     pub fn open<E>(
-        &self,
-        root: &Path,
-        relative: &Path,
-        delay: Duration,
+        &self, root: &Path, relative: &Path, delay: Duration,
     ) -> (Opening, Promise<(File, u64), E>)
     where
         E: From<FileError> + From<Abandoned> + 'static,
@@ -124,10 +119,7 @@ impl Filesystem {
                 _ => None,
             },
         );
-        let opening = Opening {
-            filesystem: self.clone(),
-            job,
-        };
+        let opening = Opening { filesystem: self.clone(), job };
         (opening, opened)
     }
 
@@ -154,8 +146,7 @@ impl Filesystem {
     /// `FileWork` it returns. A job the pool refuses rejects its promise at once (on the
     /// next turn, like every step): the request is answered 503 without waiting.
     fn submit<T, E>(
-        &self,
-        job: impl FnOnce() -> FileWork + Send + 'static,
+        &self, job: impl FnOnce() -> FileWork + Send + 'static,
         unpack: fn(FileWork) -> Option<io::Result<T>>,
     ) -> (Option<JobId>, Promise<T, E>)
     where
@@ -178,10 +169,7 @@ impl Filesystem {
                     };
                     deferred.settle(outcome.map_err(E::from));
                 };
-                self.shared
-                    .waiting
-                    .borrow_mut()
-                    .insert(id, Box::new(settle));
+                self.shared.waiting.borrow_mut().insert(id, Box::new(settle));
                 (Some(id), promise)
             }
             Err(refused) => {
@@ -223,9 +211,7 @@ impl Filesystem {
 
     /// The handler to register on [`waker_fd`](Filesystem::waker_fd).
     pub fn completions(&self) -> Completions {
-        Completions {
-            filesystem: self.clone(),
-        }
+        Completions { filesystem: self.clone() }
     }
 
     /// Jobs waiting for a worker (for `/stats`).
@@ -346,11 +332,7 @@ mod tests {
         let filesystem =
             Filesystem::new(workers, queue_limit, event_loop.ready()).expect("thread pool");
         event_loop
-            .register(
-                filesystem.waker_fd(),
-                Interest::READABLE,
-                filesystem.completions(),
-            )
+            .register(filesystem.waker_fd(), Interest::READABLE, filesystem.completions())
             .expect("register the waker");
         (event_loop, filesystem)
     }
@@ -371,9 +353,7 @@ mod tests {
     fn turn_until<T>(event_loop: &mut EventLoop<State>, outcome: &Outcome<T>) {
         while outcome.borrow().is_none() {
             assert!(event_loop.turns() < 20, "the chain never finished");
-            event_loop
-                .turn(Some(Duration::from_secs(10)), &mut State)
-                .expect("turn");
+            event_loop.turn(Some(Duration::from_secs(10)), &mut State).expect("turn");
         }
     }
 
@@ -399,10 +379,7 @@ mod tests {
         assert_eq!(thread, thread::current().id(), "settled on the loop thread");
         let took = started.elapsed();
         assert!(took >= 2 * delay, "faster than the disk: {took:?}");
-        assert!(
-            took < Duration::from_secs(5),
-            "the waker did not end the wait: {took:?}"
-        );
+        assert!(took < Duration::from_secs(5), "the waker did not end the wait: {took:?}");
         // A turn per wake-up, plus one per step of the chain: a handful, never the
         // thousands of a loop that spins while it waits.
         assert!(event_loop.turns() <= 6, "{} turns", event_loop.turns());
@@ -427,17 +404,12 @@ mod tests {
     #[test]
     fn a_panicking_job_rejects_its_promise_and_the_worker_lives_on() {
         let (mut event_loop, filesystem) = event_loop_with_pool(1, 8);
-        let (_, panicked) = filesystem.submit::<(), Failed>(
-            || panic!("a bug in a job (this panic is expected)"),
-            |_| None,
-        );
+        let (_, panicked) = filesystem
+            .submit::<(), Failed>(|| panic!("a bug in a job (this panic is expected)"), |_| None);
         let outcome = record(panicked);
         turn_until(&mut event_loop, &outcome);
         let (result, _) = outcome.take().expect("settled");
-        assert!(
-            matches!(result, Err(Failed::File(FileError::Panicked(_)))),
-            "{result:?}"
-        );
+        assert!(matches!(result, Err(Failed::File(FileError::Panicked(_)))), "{result:?}");
         // The only worker is still there to open a file.
         let root = shared::args::default_root();
         let (_opening, opened) =
@@ -461,16 +433,10 @@ mod tests {
         turn_until(&mut event_loop, &second);
         let (result, _) = second.take().expect("settled");
         assert!(
-            matches!(
-                result,
-                Err(Failed::File(FileError::Refused(SubmitError::QueueFull)))
-            ),
+            matches!(result, Err(Failed::File(FileError::Refused(SubmitError::QueueFull)))),
             "{result:?}"
         );
-        assert!(
-            first.borrow().is_none(),
-            "refused before the first job was done"
-        );
+        assert!(first.borrow().is_none(), "refused before the first job was done");
         turn_until(&mut event_loop, &first);
         assert!(first.take().expect("settled").0.is_ok());
     }
@@ -494,12 +460,8 @@ mod tests {
         let (result, _) = outcome.take().expect("settled");
         assert!(matches!(result, Err(Failed::Abandoned)), "{result:?}");
         // The job itself runs on. Once it is done, its completion finds nobody waiting.
-        wait_until("the job to finish", || {
-            filesystem.running() == 0 && filesystem.queued() == 0
-        });
-        event_loop
-            .turn(Some(Duration::from_secs(10)), &mut State)
-            .expect("turn");
+        wait_until("the job to finish", || filesystem.running() == 0 && filesystem.queued() == 0);
+        event_loop.turn(Some(Duration::from_secs(10)), &mut State).expect("turn");
         assert!(!read_started.get(), "the read was started for nobody");
         assert!(filesystem.shared.waiting.borrow().is_empty());
     }
@@ -521,10 +483,7 @@ mod tests {
         let started = Instant::now();
         filesystem.shutdown();
         let took = started.elapsed();
-        assert!(
-            took < Duration::from_millis(1000),
-            "ran the queued jobs: {took:?}"
-        );
+        assert!(took < Duration::from_millis(1000), "ran the queued jobs: {took:?}");
         assert_eq!((filesystem.queued(), filesystem.running()), (0, 0));
         assert!(filesystem.shared.waiting.borrow().is_empty());
     }

@@ -336,10 +336,7 @@ struct Listener {
 
 impl Handler<Server> for Listener {
     fn on_readable(
-        &mut self,
-        event_loop: &mut EventLoop<Server>,
-        token: Token,
-        server: &mut Server,
+        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
     ) {
         if !accept_all(&self.listener, event_loop, server) {
             server.accept_paused = true;
@@ -402,10 +399,7 @@ fn accept_all(listener: &TcpListener, event_loop: &mut EventLoop<Server>, server
 /// anything.
 impl Handler<Server> for Signals {
     fn on_readable(
-        &mut self,
-        event_loop: &mut EventLoop<Server>,
-        _token: Token,
-        server: &mut Server,
+        &mut self, event_loop: &mut EventLoop<Server>, _token: Token, server: &mut Server,
     ) {
         let Some(signal) = self.drain() else {
             return;
@@ -523,18 +517,10 @@ impl Effect {
 /// in, the loop calls the connection back, and meanwhile it serves everyone else. New in
 /// chapter 6, files do not block either: their blocking calls go to the thread pool.
 fn run_app(
-    request: &http::Request,
-    config: &Config,
-    filesystem: &Filesystem,
-    stats: &Stats,
-    event_loop: &mut EventLoop<Server>,
-    token: Token,
+    request: &http::Request, config: &Config, filesystem: &Filesystem, stats: &Stats,
+    event_loop: &mut EventLoop<Server>, token: Token,
 ) -> Reply {
-    let context = Context {
-        chapter: config.chapter,
-        upstream: config.upstream,
-        stats: *stats,
-    };
+    let context = Context { chapter: config.chapter, upstream: config.upstream, stats: *stats };
     match app::handle(request, &context) {
         Action::Respond(response) => Reply::Now(response),
         // ANCHOR: sleep
@@ -562,14 +548,15 @@ fn run_app(
             answer_later(Effect::ReadFile(opening), answer, event_loop, token)
         }
         // ANCHOR_END: read_file
-        Action::Upstream {
-            address,
-            path_and_query,
-        } => match upstream::fetch(event_loop, address, &path_and_query) {
-            Ok((fetch, answer)) => answer_later(Effect::Upstream(fetch), answer, event_loop, token),
-            // It failed before it began (no socket, or refused on the spot): answer now.
-            Err(response) => Reply::Now(response),
-        },
+        Action::Upstream { address, path_and_query } => {
+            match upstream::fetch(event_loop, address, &path_and_query) {
+                Ok((fetch, answer)) => {
+                    answer_later(Effect::Upstream(fetch), answer, event_loop, token)
+                }
+                // It failed before it began (no socket, or refused on the spot): answer now.
+                Err(response) => Reply::Now(response),
+            }
+        }
     }
 }
 
@@ -585,9 +572,7 @@ fn run_app(
 /// chain alive, whose last step keeps the connection alive, and neither ever freed.) If
 /// the client has left by then, its token names nothing any more: the loop skips it.
 fn answer_later(
-    effect: Effect,
-    answer: Promise<Response, Response>,
-    event_loop: &EventLoop<Server>,
+    effect: Effect, answer: Promise<Response, Response>, event_loop: &EventLoop<Server>,
     token: Token,
 ) -> Reply {
     let outbox = event_loop.outbox();

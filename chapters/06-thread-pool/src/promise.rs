@@ -143,15 +143,12 @@ impl ReadyQueue {
 /// Promises/A+ has the same rule: `onFulfilled` must not be called "until the execution
 /// context stack contains only platform code". Our platform code is the loop's `run_ready`.
 fn schedule<T: 'static, E: 'static>(
-    queue: &Weak<Jobs>,
-    callback: Callback<T, E>,
-    outcome: Result<T, E>,
+    queue: &Weak<Jobs>, callback: Callback<T, E>, outcome: Result<T, E>,
 ) {
     // If the loop has dropped its queue, nothing will ever run again: dropping the
     // callback and the outcome here frees them, and that is all there is left to do.
     if let Some(jobs) = queue.upgrade() {
-        jobs.borrow_mut()
-            .push_back(Box::new(move || callback(outcome)));
+        jobs.borrow_mut().push_back(Box::new(move || callback(outcome)));
     }
 }
 // ANCHOR_END: ready_queue
@@ -203,17 +200,9 @@ impl<T: 'static, E: From<Abandoned> + 'static> Deferred<T, E> {
     }
 
     fn with_queue(queue: Weak<Jobs>) -> (Deferred<T, E>, Promise<T, E>) {
-        let shared = Rc::new(RefCell::new(Shared {
-            outcome: None,
-            callback: None,
-            queue,
-        }));
-        let promise = Promise {
-            shared: Rc::clone(&shared),
-        };
-        let deferred = Deferred {
-            shared: Some(shared),
-        };
+        let shared = Rc::new(RefCell::new(Shared { outcome: None, callback: None, queue }));
+        let promise = Promise { shared: Rc::clone(&shared) };
+        let deferred = Deferred { shared: Some(shared) };
         (deferred, promise)
     }
 
@@ -291,8 +280,7 @@ impl<T: 'static, E: From<Abandoned> + 'static> Promise<T, E> {
     /// it. Rust has to know the return type up front, hence two methods; the name is the
     /// one `Option` and `Result` use for the same "step that returns another one of us".)
     pub fn and_then<U: 'static>(
-        self,
-        step: impl FnOnce(T) -> Promise<U, E> + 'static,
+        self, step: impl FnOnce(T) -> Promise<U, E> + 'static,
     ) -> Promise<U, E> {
         let (next, promise) = Deferred::with_queue(self.queue());
         self.on_settled(move |outcome| match outcome {
@@ -331,8 +319,7 @@ impl<T: 'static, E: From<Abandoned> + 'static> Promise<T, E> {
 /// itself. Dropping the upstream's Deferred then rejects the losing promise with
 /// [`Abandoned`], and `race` ignores that like any other late outcome.
 pub fn race<T: 'static, E: From<Abandoned> + 'static>(
-    first: Promise<T, E>,
-    second: Promise<T, E>,
+    first: Promise<T, E>, second: Promise<T, E>,
 ) -> Promise<T, E> {
     let (deferred, promise) = Deferred::with_queue(first.queue());
     // Both contestants share one slot holding the Deferred. The winner takes it out;
@@ -378,8 +365,7 @@ mod tests {
 
     /// A last step that writes the outcome to `log`.
     fn record<T: fmt::Debug + 'static>(
-        log: &Rc<RefCell<Vec<String>>>,
-        name: &'static str,
+        log: &Rc<RefCell<Vec<String>>>, name: &'static str,
     ) -> impl FnOnce(Result<T, Failure>) + 'static {
         let log = Rc::clone(log);
         move |outcome| log.borrow_mut().push(format!("{name} {outcome:?}"))
@@ -450,10 +436,7 @@ mod tests {
         a.resolve(1);
         b.reject(Failure::Failed("b"));
         ready.run_ready();
-        assert_eq!(
-            *log.borrow(),
-            ["c Ok(3)", "a Ok(1)", "b Err(Failed(\"b\"))"]
-        );
+        assert_eq!(*log.borrow(), ["c Ok(3)", "a Ok(1)", "b Err(Failed(\"b\"))"]);
     }
 
     #[test]
@@ -471,11 +454,7 @@ mod tests {
         second_promise.on_settled(move |_| again.set(2));
         first.resolve(());
         assert_eq!(ready.run_ready(), 1);
-        assert_eq!(
-            ran.get(),
-            1,
-            "the job queued by a job ran in the same drain"
-        );
+        assert_eq!(ran.get(), 1, "the job queued by a job ran in the same drain");
         assert!(ready.has_work());
         assert_eq!(ready.run_ready(), 1);
         assert_eq!(ran.get(), 2);
@@ -542,10 +521,7 @@ mod tests {
             .on_settled(record(&log, "end"));
         first.resolve(2);
         run_until_idle(&ready);
-        assert!(
-            log.borrow().is_empty(),
-            "did not wait for the inner promise"
-        );
+        assert!(log.borrow().is_empty(), "did not wait for the inner promise");
         second.resolve("inner".to_string());
         run_until_idle(&ready);
         assert_eq!(*log.borrow(), ["end Ok(\"inner 2\")"]);

@@ -148,11 +148,7 @@ impl<R: Send + 'static> ThreadPool<R> {
             ));
         }
         let shared = Arc::new(Shared {
-            queue: Mutex::new(JobQueue {
-                jobs: VecDeque::new(),
-                next_id: 0,
-                shutting_down: false,
-            }),
+            queue: Mutex::new(JobQueue { jobs: VecDeque::new(), next_id: 0, shutting_down: false }),
             job_ready: Condvar::new(),
             completions: Mutex::new(Vec::new()),
             waker: Waker::new()?,
@@ -313,10 +309,7 @@ fn worker_loop<R>(shared: &Shared<R>, number: usize) {
                 if queue.shutting_down {
                     return;
                 }
-                queue = shared
-                    .job_ready
-                    .wait(queue)
-                    .unwrap_or_else(PoisonError::into_inner);
+                queue = shared.job_ready.wait(queue).unwrap_or_else(PoisonError::into_inner);
             }
         };
         trace!("pool: worker {number} starts {id}");
@@ -388,11 +381,7 @@ pub(crate) mod tests {
         let until = Instant::now() + DEADLINE;
         let mut done = Vec::new();
         while done.len() < count {
-            assert!(
-                Instant::now() < until,
-                "only {} of {count} completions arrived",
-                done.len()
-            );
+            assert!(Instant::now() < until, "only {} of {count} completions arrived", done.len());
             if wait_readable(pool, until) {
                 done.extend(pool.drain_completions());
             }
@@ -461,17 +450,9 @@ pub(crate) mod tests {
             .expect("submit");
         }
         for completion in collect(&pool, WORKERS * 3) {
-            assert_eq!(
-                completion.result,
-                Ok(WORKERS),
-                "every job saw all workers busy"
-            );
+            assert_eq!(completion.result, Ok(WORKERS), "every job saw all workers busy");
         }
-        assert_eq!(
-            peak.load(Ordering::SeqCst),
-            WORKERS,
-            "never more than the workers"
-        );
+        assert_eq!(peak.load(Ordering::SeqCst), WORKERS, "never more than the workers");
     }
 
     #[test]
@@ -479,10 +460,8 @@ pub(crate) mod tests {
         let pool = ThreadPool::new(1, 8).expect("pool"); // one worker: it must survive
         let bad = pool.submit(|| -> u32 { panic!("boom") }).expect("submit");
         let good = pool.submit(|| 7).expect("submit");
-        let mut results: HashMap<JobId, Result<u32, JobPanicked>> = collect(&pool, 2)
-            .into_iter()
-            .map(|c| (c.id, c.result))
-            .collect();
+        let mut results: HashMap<JobId, Result<u32, JobPanicked>> =
+            collect(&pool, 2).into_iter().map(|c| (c.id, c.result)).collect();
         let panicked = results.remove(&bad).expect("the bad job's result");
         assert_eq!(panicked.expect_err("an error").message, "boom");
         assert_eq!(results.remove(&good), Some(Ok(7)));
@@ -493,9 +472,7 @@ pub(crate) mod tests {
         let pool = ThreadPool::new(1, 2).expect("pool");
         let (started, release, job) = gate();
         pool.submit(job).expect("the worker is free");
-        started
-            .recv_timeout(DEADLINE)
-            .expect("the gate job started");
+        started.recv_timeout(DEADLINE).expect("the gate job started");
         // The only worker is busy: two jobs may wait, the third may not.
         pool.submit(|| 1).expect("first waiting job");
         pool.submit(|| 2).expect("second waiting job");
@@ -503,8 +480,7 @@ pub(crate) mod tests {
         assert_eq!((pool.queued(), pool.running()), (2, 1));
         release.send(()).expect("release the gate");
         collect(&pool, 3);
-        pool.submit(|| 4)
-            .expect("room again once the queue has drained");
+        pool.submit(|| 4).expect("room again once the queue has drained");
         collect(&pool, 1);
     }
 
@@ -514,9 +490,7 @@ pub(crate) mod tests {
         let (started, release, job) = gate();
         pool.submit(job).expect("the worker is free");
         assert_eq!(pool.submit(|| 1), Err(SubmitError::QueueFull));
-        started
-            .recv_timeout(DEADLINE)
-            .expect("the gate job started");
+        started.recv_timeout(DEADLINE).expect("the gate job started");
         release.send(()).expect("release the gate");
         collect(&pool, 1);
     }
@@ -530,8 +504,7 @@ pub(crate) mod tests {
         // only now and then.
         let pool = ThreadPool::new(1, 0).expect("pool");
         for round in 0..2_000u32 {
-            pool.submit(move || round)
-                .unwrap_or_else(|error| panic!("round {round}: {error}"));
+            pool.submit(move || round).unwrap_or_else(|error| panic!("round {round}: {error}"));
             let done = collect(&pool, 1);
             assert_eq!(done[0].result, Ok(round));
         }
@@ -545,19 +518,10 @@ pub(crate) mod tests {
         }
         // Let every job finish before the "loop" looks (a worker counts a job as running
         // until after it has pushed the completion and woken the waker).
-        wait_until("all jobs to finish", || {
-            pool.queued() == 0 && pool.running() == 0
-        });
+        wait_until("all jobs to finish", || pool.queued() == 0 && pool.running() == 0);
         assert!(wait_readable(&pool, Instant::now()), "readable at once");
-        assert_eq!(
-            pool.drain_completions().len(),
-            100,
-            "one drain gets them all"
-        );
-        assert!(
-            !wait_readable(&pool, Instant::now()),
-            "and the wake is used up"
-        );
+        assert_eq!(pool.drain_completions().len(), 100, "one drain gets them all");
+        assert!(!wait_readable(&pool, Instant::now()), "and the wake is used up");
     }
 
     #[test]
@@ -617,9 +581,7 @@ pub(crate) mod tests {
             result
         })
         .expect("submit");
-        started
-            .recv_timeout(DEADLINE)
-            .expect("the gate job started");
+        started.recv_timeout(DEADLINE).expect("the gate job started");
         let ran = Arc::new(AtomicUsize::new(0));
         for n in 1..=5 {
             let ran = Arc::clone(&ran);
@@ -630,46 +592,28 @@ pub(crate) mod tests {
             .expect("submit");
         }
         assert_eq!((pool.queued(), pool.running()), (5, 1));
-        BusyPool {
-            pool,
-            release,
-            finished,
-            ran,
-        }
+        BusyPool { pool, release, finished, ran }
     }
 
     #[test]
     fn shutdown_drops_the_waiting_jobs_and_waits_for_the_running_one() {
-        let BusyPool {
-            pool,
-            release,
-            finished,
-            ran,
-        } = busy_pool();
+        let BusyPool { pool, release, finished, ran } = busy_pool();
         thread::scope(|scope| {
             let stopping = scope.spawn(|| pool.shutdown());
             // The waiting jobs are dropped at once, while the gate job still holds the
             // only worker: they cannot have run.
-            wait_until("shutdown to drop the waiting jobs", || {
-                Arc::strong_count(&ran) == 1
-            });
+            wait_until("shutdown to drop the waiting jobs", || Arc::strong_count(&ran) == 1);
             assert_eq!(pool.submit(|| 9), Err(SubmitError::ShutDown));
             assert_eq!((pool.queued(), pool.running()), (0, 1));
             assert!(!finished.load(Ordering::SeqCst), "the gate job still runs");
             release.send(()).expect("release the gate");
             stopping.join().expect("shutdown returned");
         });
-        assert!(
-            finished.load(Ordering::SeqCst),
-            "shutdown waited for the running job"
-        );
+        assert!(finished.load(Ordering::SeqCst), "shutdown waited for the running job");
         assert_eq!(ran.load(Ordering::SeqCst), 0, "no waiting job ran");
         // Only the running job's result waits for one last drain.
-        let results: Vec<u32> = pool
-            .drain_completions()
-            .into_iter()
-            .map(|c| c.result.expect("no panics"))
-            .collect();
+        let results: Vec<u32> =
+            pool.drain_completions().into_iter().map(|c| c.result.expect("no panics")).collect();
         assert_eq!(results, [0]);
         // No worker thread is left: the workers' clones of `shared` died with their threads.
         assert_eq!(Arc::strong_count(&pool.shared), 1);
@@ -679,25 +623,15 @@ pub(crate) mod tests {
 
     #[test]
     fn dropping_the_pool_shuts_it_down() {
-        let BusyPool {
-            pool,
-            release,
-            finished,
-            ran,
-        } = busy_pool();
+        let BusyPool { pool, release, finished, ran } = busy_pool();
         thread::scope(|scope| {
             let dropping = scope.spawn(move || drop(pool));
-            wait_until("the drop to discard the waiting jobs", || {
-                Arc::strong_count(&ran) == 1
-            });
+            wait_until("the drop to discard the waiting jobs", || Arc::strong_count(&ran) == 1);
             release.send(()).expect("release the gate");
             // `drop` returns only once it has joined the worker.
             dropping.join().expect("drop returned");
         });
-        assert!(
-            finished.load(Ordering::SeqCst),
-            "the running job was finished"
-        );
+        assert!(finished.load(Ordering::SeqCst), "the running job was finished");
         assert_eq!(ran.load(Ordering::SeqCst), 0, "no waiting job ran");
     }
 }

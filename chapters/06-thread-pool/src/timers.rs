@@ -111,13 +111,7 @@ impl<T: Clone> Timers<T> {
     /// was added in started.
     pub fn add(&mut self, now: Instant, delay: Duration, payload: T) -> TimerId {
         let id = TimerId(self.next_sequence);
-        self.live.insert(
-            id,
-            Timer {
-                payload,
-                period: None,
-            },
-        );
+        self.live.insert(id, Timer { payload, period: None });
         self.schedule(id, now + delay.min(LONGEST_DELAY));
         id
     }
@@ -127,16 +121,10 @@ impl<T: Clone> Timers<T> {
     /// Panics if `period` is zero: such a timer would be due on every turn and the loop would
     /// never sleep again. That is a bug in the caller, never something a client can cause.
     pub fn add_periodic(&mut self, now: Instant, period: Duration, payload: T) -> TimerId {
-        assert!(
-            !period.is_zero(),
-            "a periodic timer needs a period above zero"
-        );
+        assert!(!period.is_zero(), "a periodic timer needs a period above zero");
         let period = period.min(LONGEST_DELAY);
         let id = TimerId(self.next_sequence);
-        let timer = Timer {
-            payload,
-            period: Some(period),
-        };
+        let timer = Timer { payload, period: Some(period) };
         self.live.insert(id, timer);
         self.schedule(id, now + period);
         id
@@ -158,8 +146,7 @@ impl<T: Clone> Timers<T> {
         // dead outnumber the living, sweep them out: O(n), but it happens at most once per n/2
         // cancels, so each cancel still costs O(1) on average.
         if self.queue.len() > 64 && self.queue.len() > 2 * self.live.len() {
-            self.queue
-                .retain(|Reverse(entry)| self.live.contains_key(&entry.id));
+            self.queue.retain(|Reverse(entry)| self.live.contains_key(&entry.id));
         }
         true
     }
@@ -206,10 +193,7 @@ impl<T: Clone> Timers<T> {
     /// run, even with a zero delay. Otherwise a callback that schedules itself again with zero
     /// delay would keep this loop busy forever, and the sockets would never be polled.
     pub fn start_run(&self, now: Instant) -> Run {
-        Run {
-            now,
-            first_new_sequence: self.next_sequence,
-        }
+        Run { now, first_new_sequence: self.next_sequence }
     }
 
     /// The next timer of this run that is due, oldest deadline first, or `None` once there
@@ -263,11 +247,7 @@ impl<T: Clone> Timers<T> {
     fn schedule(&mut self, id: TimerId, deadline: Instant) {
         let sequence = self.next_sequence;
         self.next_sequence += 1;
-        self.queue.push(Reverse(Scheduled {
-            deadline,
-            sequence,
-            id,
-        }));
+        self.queue.push(Reverse(Scheduled { deadline, sequence, id }));
     }
 }
 
@@ -338,10 +318,7 @@ mod tests {
         }
         // Added later with a shorter delay, landing on the same instant: still after them.
         timers.add(at(3), ms(2), "late");
-        assert_eq!(
-            run_all(&mut timers, at(5)),
-            ["a", "b", "c", "d", "e", "f", "g", "h", "late"]
-        );
+        assert_eq!(run_all(&mut timers, at(5)), ["a", "b", "c", "d", "e", "f", "g", "h", "late"]);
     }
 
     #[test]
@@ -451,11 +428,7 @@ mod tests {
             assert_eq!(timers.next_timeout(at(0)), expected, "{delay:?}");
         }
         let mut timers = Timers::new();
-        assert_eq!(
-            timers.next_timeout(at(0)),
-            None,
-            "no timers: wait for sockets"
-        );
+        assert_eq!(timers.next_timeout(at(0)), None, "no timers: wait for sockets");
         timers.add(at(0), ms(5), ());
         assert_eq!(timers.next_timeout(at(9)), Some(ms(0)), "overdue");
     }

@@ -48,9 +48,7 @@ use crate::{Server, Timer};
 /// should the fetch end early, and the promise of the answer, a 502 or a 504 included.
 /// If the fetch fails before it has begun, the result is the 502 to answer with.
 pub fn fetch(
-    event_loop: &mut EventLoop<Server>,
-    address: SocketAddr,
-    path_and_query: &str,
+    event_loop: &mut EventLoop<Server>, address: SocketAddr, path_and_query: &str,
 ) -> Result<(Fetch, Promise<Response, Response>), Response> {
     let request = upstream::request(path_and_query, address);
     let (socket, connected) = connect(event_loop, address).map_err(upstream::bad_gateway)?;
@@ -129,11 +127,7 @@ impl Handler<Server> for UpstreamSocket {
 
     /// A step asked to wait for the socket (see `Socket::wait_for`).
     fn on_timer(
-        &mut self,
-        event_loop: &mut EventLoop<Server>,
-        token: Token,
-        _: &mut Server,
-        timer: Timer,
+        &mut self, event_loop: &mut EventLoop<Server>, token: Token, _: &mut Server, timer: Timer,
     ) {
         if let Timer::Wait(interest) = timer {
             if let Err(error) = event_loop.set_interest(token, interest) {
@@ -202,8 +196,7 @@ impl Socket {
 /// loop. Returns the socket's token, and the promise of the connected socket; or the
 /// reason for a 502 if it failed on the spot.
 fn connect(
-    event_loop: &mut EventLoop<Server>,
-    address: SocketAddr,
+    event_loop: &mut EventLoop<Server>, address: SocketAddr,
 ) -> Result<(Token, Promise<Socket, Response>), &'static str> {
     let stream = start_connecting(address).map_err(|error| {
         trace!("upstream {address}: {error}");
@@ -218,12 +211,12 @@ fn connect(
         ready: event_loop.ready().clone(),
         outbox: event_loop.outbox(),
     });
-    let token = event_loop
-        .register(fd, Interest::WRITABLE, UpstreamSocket { shared })
-        .map_err(|error| {
+    let token = event_loop.register(fd, Interest::WRITABLE, UpstreamSocket { shared }).map_err(
+        |error| {
             trace!("upstream {address}: cannot register: {error}");
             "could not connect to the upstream"
-        })?;
+        },
+    )?;
     trace!("upstream {address}: connecting (fd {fd}, token {token})");
     // Writable: the handshake is over, one way or the other. `SO_ERROR` says which.
     let connected = writable.and_then(move |socket| match socket.stream().take_error() {

@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 use std::io::Write;
 
-use super::request::{ParseError, Version};
+use super::request::{ParseError, Request, Version};
 
 /// A response body. `Static` costs no allocation, which keeps `/hello` allocation-free.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,13 +66,10 @@ impl Response {
     }
 }
 
-/// How the response is framed for this connection.
-#[derive(Clone, Copy, Debug)]
-pub struct Framing<'a> {
-    /// `Server:` header: the chapter's name.
-    pub server: &'a str,
-    /// `Date:` header, already formatted (see [`super::date`]).
-    pub date: &'a str,
+/// How a response is framed on its connection: what the request asked for, and whether
+/// the server keeps the connection open afterwards.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Framing {
     /// The request's HTTP version: HTTP/1.0 must be told `Connection: keep-alive`.
     pub version: Version,
     /// Will the server keep the connection open after this response?
@@ -81,21 +78,49 @@ pub struct Framing<'a> {
     pub head_only: bool,
 }
 
-/// Appends `response` as bytes to `out`. `out` is the connection's output buffer, reused
-/// from one response to the next, so once it has grown this allocates nothing.
-pub fn write_response(out: &mut Vec<u8>, response: &Response, framing: &Framing) {
+impl Framing {
+    /// For the answer to a request the parser rejected: we cannot trust anything it said,
+    /// so HTTP/1.1, with a body, and close.
+    pub const CLOSE: Framing = Framing { version: Version::Http11, keep_alive: false, head_only: false };
+
+    /// What `request` asks for. The server may still decide to close (`keep_alive`).
+    pub fn for_request(request: &Request) -> Framing {
+        Framing {
+            version: request.version,
+            keep_alive: request.keep_alive,
+            head_only: request.method == "HEAD",
+        }
+    }
+}
+
+/// Appends `response` as bytes to `out`, with `Server: {server}` and `Date: {date}`. `out`
+/// is the connection's output buffer, reused from one response to the next, so once it
+/// has grown this allocates nothing.
+pub fn write_response(
+    out: &mut Vec<u8>, response: &Response, framing: &Framing, server: &str, date: &str,
+) {
     let body = response.body.as_bytes();
     // Writing into a Vec cannot fail, so the results below are ignored on purpose.
     let _ = write!(
         out,
-        "HTTP/1.1 {} {}\r\nServer: {}\r\nDate: {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n",
+        "HTTP/1.1 {} {}\r\nServer: {}\r\nDate: {}\r\n",
         response.status,
         reason_phrase(response.status),
-        framing.server,
-        framing.date,
-        response.content_type,
-        body.len()
+        server,
+        date,
     );
+    // A 204 or 304 (relayed from the upstream) ends with its head: the client reads no
+    // body whatever we say, so we say nothing. A `Content-Length` there would even be
+    // wrong: RFC 9110 forbids it in a 204.
+    let bodyless = never_has_body(response.status);
+    if !bodyless {
+        let _ = write!(
+            out,
+            "Content-Type: {}\r\nContent-Length: {}\r\n",
+            response.content_type,
+            body.len()
+        );
+    }
     if let Some(allow) = response.allow {
         let _ = write!(out, "Allow: {allow}\r\n");
     }
@@ -105,22 +130,61 @@ pub fn write_response(out: &mut Vec<u8>, response: &Response, framing: &Framing)
         out.extend_from_slice(b"Connection: keep-alive\r\n");
     }
     out.extend_from_slice(b"\r\n");
-    if !framing.head_only {
+    if !framing.head_only && !bodyless {
         out.extend_from_slice(body);
     }
 }
 
-/// The standard phrase for each status we send.
+/// Statuses whose responses never have a body: 1xx, 204 and 304 (RFC 9110 section
+/// 6.4.1). Their message ends with the head, whatever its headers say.
+pub fn never_has_body(status: u16) -> bool {
+    matches!(status, 100..=199 | 204 | 304)
+}
+
+/// The standard phrase for each status we send, our own or relayed from the upstream
+/// (RFC 9110 section 15). The upstream may send any code; one we do not know is
+/// "Unknown", which clients ignore anyway: they go by the number.
 pub fn reason_phrase(status: u16) -> &'static str {
     match status {
         200 => "OK",
+        201 => "Created",
+        202 => "Accepted",
+        203 => "Non-Authoritative Information",
+        204 => "No Content",
+        205 => "Reset Content",
+        206 => "Partial Content",
+        300 => "Multiple Choices",
+        301 => "Moved Permanently",
+        302 => "Found",
+        303 => "See Other",
+        304 => "Not Modified",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
         400 => "Bad Request",
+        401 => "Unauthorized",
+        402 => "Payment Required",
+        403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
+        406 => "Not Acceptable",
+        407 => "Proxy Authentication Required",
         408 => "Request Timeout",
+        409 => "Conflict",
+        410 => "Gone",
         411 => "Length Required",
+        412 => "Precondition Failed",
         413 => "Content Too Large",
         414 => "URI Too Long",
+        415 => "Unsupported Media Type",
+        416 => "Range Not Satisfiable",
+        417 => "Expectation Failed",
+        // Reserved by RFC 9110, but every upstream that sends it means the joke.
+        418 => "I'm a teapot",
+        421 => "Misdirected Request",
+        422 => "Unprocessable Content",
+        426 => "Upgrade Required",
+        428 => "Precondition Required",
+        429 => "Too Many Requests",
         431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",
         501 => "Not Implemented",
@@ -136,18 +200,19 @@ pub fn reason_phrase(status: u16) -> &'static str {
 mod tests {
     use super::*;
 
+    const SERVER: &str = "ch00-test";
+    const DATE: &str = "Thu, 01 Jan 1970 00:00:00 GMT";
+
     #[test]
     fn head_and_body() {
         let response = Response::text(200, "hi\n");
         let mut out = Vec::new();
         let framing = Framing {
-            server: "ch00-test",
-            date: "Thu, 01 Jan 1970 00:00:00 GMT",
             version: Version::Http10,
             keep_alive: true,
             head_only: false,
         };
-        write_response(&mut out, &response, &framing);
+        write_response(&mut out, &response, &framing, SERVER, DATE);
         let text = String::from_utf8(out).unwrap();
         assert!(text.starts_with("HTTP/1.1 200 OK\r\nServer: ch00-test\r\n"));
         assert!(text.contains("Content-Length: 3\r\n"));
@@ -158,14 +223,36 @@ mod tests {
         write_response(
             &mut out,
             &response,
-            &Framing {
-                head_only: true,
-                keep_alive: false,
-                ..framing
-            },
+            &Framing { head_only: true, keep_alive: false, ..framing },
+            SERVER,
+            DATE,
         );
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("Content-Length: 3\r\nConnection: close\r\n\r\n"));
         assert!(text.ends_with("\r\n\r\n"));
+    }
+
+    /// A relayed 204 or 304 keeps its status and loses its body, its length and its
+    /// type: the client expects none of them (and RFC 9110 forbids the length in a 204).
+    #[test]
+    fn no_content_and_not_modified_have_no_body() {
+        let framing = Framing {
+            version: Version::Http11,
+            keep_alive: true,
+            head_only: false,
+        };
+        for (status, phrase) in [(204, "No Content"), (304, "Not Modified")] {
+            let response = Response::text(status, "a body that must not be sent");
+            let mut out = Vec::new();
+            write_response(&mut out, &response, &framing, SERVER, DATE);
+            let text = String::from_utf8(out).unwrap();
+            assert!(text.starts_with(&format!("HTTP/1.1 {status} {phrase}\r\n")));
+            assert!(!text.contains("Content-Length"), "{text:?}");
+            assert!(!text.contains("Content-Type"), "{text:?}");
+            assert!(text.ends_with("GMT\r\n\r\n"), "{text:?}");
+        }
+        assert_eq!(reason_phrase(301), "Moved Permanently");
+        assert_eq!(reason_phrase(403), "Forbidden");
+        assert_eq!(reason_phrase(299), "Unknown");
     }
 }

@@ -291,11 +291,7 @@ impl Connection {
 /// One thread's work: keep `count` connections busy until the deadline (or the budget of
 /// requests is spent), trying every socket in turn.
 fn sweep(
-    options: &Options,
-    count: usize,
-    budget: Option<u64>,
-    batch: &[u8],
-    deadline: Instant,
+    options: &Options, count: usize, budget: Option<u64>, batch: &[u8], deadline: Instant,
 ) -> Totals {
     let mut totals = Totals::default();
     let mut connections: Vec<Connection> = (0..count)
@@ -341,14 +337,8 @@ fn sweep(
 /// Returns whether anything happened.
 #[allow(clippy::too_many_arguments)] // one thread's state, passed down plainly
 fn step(
-    connection: &mut Connection,
-    options: &Options,
-    batch: &[u8],
-    deadline: Instant,
-    budget: Option<u64>,
-    sent: &mut u64,
-    chunk: &mut [u8],
-    totals: &mut Totals,
+    connection: &mut Connection, options: &Options, batch: &[u8], deadline: Instant,
+    budget: Option<u64>, sent: &mut u64, chunk: &mut [u8], totals: &mut Totals,
 ) -> bool {
     let now = Instant::now();
     let mut progress = false;
@@ -534,9 +524,7 @@ impl ResponseReader {
     /// Takes the next bytes from the socket. Calls `done(status, close)` for each
     /// response completed; `done` returns whether to go on reading after it.
     fn feed(
-        &mut self,
-        mut data: &[u8],
-        mut done: impl FnMut(u16, bool) -> bool,
+        &mut self, mut data: &[u8], mut done: impl FnMut(u16, bool) -> bool,
     ) -> Result<(), &'static str> {
         while !data.is_empty() {
             match self.body_left {

@@ -328,10 +328,7 @@ pub fn graceful_shutdown(target: &Target) -> Probed {
 /// `None` means "can't tell": the `/hello` went out too late, when the slow request was
 /// nearly over. The caller then tries again with a longer hold.
 fn served_while_busy(
-    server: &Server,
-    mut busy: Client,
-    busy_what: &str,
-    hold: Duration,
+    server: &Server, mut busy: Client, busy_what: &str, hold: Duration,
     check_busy: impl Fn(&crate::client::Response) -> Result<(), Stop>,
 ) -> Result<Option<Outcome>, Stop> {
     thread::scope(|scope| {
@@ -550,11 +547,7 @@ pub fn header_timeout(target: &Target) -> Probed {
 
 /// Reads the 408 a client is owed for a head that did not arrive in time.
 fn expect_408(
-    client: &mut Client,
-    server: &Server,
-    sent: Instant,
-    timeout: Duration,
-    what: &str,
+    client: &mut Client, server: &Server, sent: Instant, timeout: Duration, what: &str,
 ) -> Result<(), Stop> {
     let response = receive(client, server, false, what)?;
     let took = sent.elapsed();

@@ -42,10 +42,7 @@ use crate::site::{self, first_difference};
 /// of the connection. A chapter without keep-alive answers only the first, saying
 /// `Connection: close`; that ends the list early.
 fn ask_and_half_close(
-    server: &Server,
-    request: &[u8],
-    answers: &[&[u8]],
-    what: &str,
+    server: &Server, request: &[u8], answers: &[&[u8]], what: &str,
 ) -> Result<(), Stop> {
     let mut client = connect(server)?;
     sending(&mut client, request, what)?;

@@ -324,10 +324,7 @@ impl Drop for Slowloris {
 
 /// The attack thread: one non-blocking connection per attacker, looked at every tick.
 fn trickle(
-    address: SocketAddr,
-    clients: usize,
-    stopped: &Receiver<()>,
-    connected: &AtomicUsize,
+    address: SocketAddr, clients: usize, stopped: &Receiver<()>, connected: &AtomicUsize,
 ) -> Tally {
     let mut tally = Tally::default();
     let mut attackers: Vec<Option<Attacker>> = (0..clients).map(|_| None).collect();

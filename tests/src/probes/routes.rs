@@ -7,14 +7,15 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::{
-    broken, check, connect, exchange, expect_status, first_line, get, post, receive,
-    request_and_close, seconds, sending, stats_value, still_serves, with_site, with_upstream,
-    Launch, Outcome, Probed, Stop, Target, HELLO,
+    broken, check, connect, exchange, expect_status, first_line, get, hello_meanwhile, post,
+    receive, request_and_close, seconds, sending, stats_value, still_serves, with_site,
+    with_upstream, Launch, Meanwhile, Outcome, Probed, Stop, Target, HELLO, PATIENCE, PROMPTLY,
 };
 use crate::client::Response;
-use crate::server::Options;
+use crate::manifest::{self, Capability, Expect};
+use crate::server::{Options, Server};
 use crate::site::{self, first_difference};
-use crate::upstream;
+use crate::upstream::{self, Upstream};
 
 fn content_type(response: &Response) -> &str {
     response.header("content-type").unwrap_or_default()
@@ -536,6 +537,8 @@ pub fn upstream_relay(target: &Target) -> Probed {
         ),
         ("/upstream/until-close", 200, upstream::HELLO.to_string()),
         ("/upstream/", 200, upstream::HELLO.to_string()),
+        // `100 Continue` first: an interim answer, to skip; the 200 after it is the answer.
+        ("/upstream/continue", 200, upstream::CONTINUED.to_string()),
     ];
     for (path, status, body) in cases {
         let what = format!("GET {path}");
@@ -559,17 +562,72 @@ pub fn upstream_relay(target: &Target) -> Probed {
     );
     let response = exchange(&server, &request_and_close("HEAD", "/upstream/teapot"))?;
     expect_status(&response, &[418], "HEAD /upstream/teapot")?;
+
+    no_content_ends_at_its_head(&server)?;
+    // A 304 ends at its head too. Asked to close, the server must close right after that
+    // head: a body after it shows as "more bytes" (see `receive`).
+    let what = "GET /upstream/not-modified (a 304 with a body it must not have)";
+    let response = exchange(&server, &request_and_close("GET", "/upstream/not-modified"))?;
+    expect_status(&response, &[304], what)?;
     Ok(Outcome::Works)
 }
 
+/// The upstream answers 204 with a `Content-Length` and a body that is a whole second
+/// response ([`upstream::SMUGGLED`]). A 204 ends at its head (RFC 9112 section 6.3), so
+/// the client must get a 204 without a body or a length; relayed, those bytes would be
+/// read as the answer to the client's next request. Chapters with keep-alive get that
+/// next request pipelined behind, and must answer it with its own answer.
+fn no_content_ends_at_its_head(server: &Server) -> Result<(), Stop> {
+    let keeps_alive = manifest::expectation(Capability::KeepAlive, server.chapter) == Expect::Yes;
+    let mut requests = get("/upstream/no-content");
+    if keeps_alive {
+        requests.extend(get("/hello"));
+    }
+    let what = "GET /upstream/no-content (a 204 with a body it must not have)";
+    let mut client = connect(server)?;
+    sending(&mut client, &requests, what)?;
+    let response = receive(&mut client, server, false, what)?;
+    expect_status(&response, &[204], what)?;
+    check!(
+        response.header("content-length").is_none(),
+        "{what}: the 204 has Content-Length {:?}; RFC 9110 forbids one, and a 204 has no \
+         body to measure",
+        response.header("content-length").unwrap_or_default()
+    );
+    if keeps_alive {
+        let what = "GET /hello, pipelined behind GET /upstream/no-content";
+        let response = receive(&mut client, server, false, what)?;
+        expect_status(&response, &[200], what)?;
+        check!(
+            response.body == HELLO,
+            "{what}: body {:?}; was the 204's body relayed and taken for this answer?",
+            response.text()
+        );
+    }
+    Ok(())
+}
+
+/// Well under the upstream's 5 s: how long a 502 for an endless response head may take.
+/// The head is over 8 KiB after the first read, so a chapter answers in milliseconds; the
+/// rest is margin for a busy machine.
+const QUICKLY: Duration = Duration::from_secs(3);
+
 pub fn upstream_errors(target: &Target) -> Probed {
-    let (mut server, _upstream) = with_upstream(target)?;
+    let (mut server, upstream) = with_upstream(target)?;
     expect_status(
         &exchange(&server, &get("/upstream/garbage"))?,
         &[502],
         "GET /upstream/garbage (the upstream answers with no HTTP)",
     )?;
     still_serves(&mut server, "an upstream that answered garbage")?;
+    // We never ask the upstream to switch protocols, so what follows a 101 is not HTTP.
+    expect_status(
+        &exchange(&server, &get("/upstream/switching"))?,
+        &[502],
+        "GET /upstream/switching (the upstream answers 101 Switching Protocols)",
+    )?;
+    endless_head(&server, &upstream)?;
+    still_serves(&mut server, "an upstream that sent 16 MiB of response head")?;
 
     let refusing = upstream::refusing_address()
         .map_err(|error| broken(format!("cannot find a closed port: {error}")))?;
@@ -590,6 +648,44 @@ pub fn upstream_errors(target: &Target) -> Probed {
         "GET /upstream/hello without --upstream",
     )?;
     Ok(Outcome::Works)
+}
+
+/// An upstream that sends 16 MiB of response head without its end: a 502 within
+/// [`QUICKLY`], because a head over 8 KiB can never be relayed. Reading all 16 MiB, and
+/// searching the whole buffer for the blank line after every read, took seconds. From
+/// chapter 4 on, the upstream must not hold anyone up meanwhile either: a `/hello` sent
+/// while it runs is answered promptly.
+fn endless_head(server: &Server, upstream: &Upstream) -> Result<(), Stop> {
+    let what = "GET /upstream/endless-head (16 MiB of response head, no blank line)";
+    // Forget the earlier requests, so the next one the upstream reports is this one.
+    while upstream.wait_for_request(Duration::ZERO).is_some() {}
+    let mut client = connect(server)?;
+    let started = Instant::now();
+    sending(&mut client, &get("/upstream/endless-head"), what)?;
+    if manifest::expectation(Capability::SleepAndUpstream, server.chapter) == Expect::Yes {
+        check!(
+            upstream.wait_for_request(PATIENCE).is_some(),
+            "{what}: the chapter never asked the upstream"
+        );
+        if let Meanwhile::Waiting { .. } = hello_meanwhile(server)? {
+            return Err(broken(format!(
+                "GET /hello from another client got no answer within {} while the chapter \
+                 read {what}",
+                seconds(PROMPTLY)
+            )));
+        }
+    }
+    let response = receive(&mut client, server, false, what)?;
+    let took = started.elapsed();
+    expect_status(&response, &[502], what)?;
+    check!(
+        took < QUICKLY,
+        "{what}: the 502 took {}, expected it within {}: the head is over 8 KiB after the \
+         first read",
+        seconds(took),
+        seconds(QUICKLY)
+    );
+    Ok(())
 }
 
 /// An upstream that never answers: 504 after the contract's 5 s, not much sooner or later.

@@ -30,11 +30,7 @@ pub struct AllocationCount {
 
 // ANCHOR: count
 pub fn count(
-    valgrind: &Path,
-    load_program: &Path,
-    target: &Target,
-    site: &Site,
-    requests: (u64, u64),
+    valgrind: &Path, load_program: &Path, target: &Target, site: &Site, requests: (u64, u64),
 ) -> Result<AllocationCount, String> {
     let (few, many) = requests;
     let (few_blocks, few_bytes) = run(valgrind, load_program, target, site, few)?;
@@ -49,11 +45,7 @@ pub fn count(
 /// Runs the chapter under DHAT, sends exactly `requests` requests, stops it with SIGTERM
 /// (DHAT writes its totals as the program exits), and returns (blocks, bytes) allocated.
 fn run(
-    valgrind: &Path,
-    load_program: &Path,
-    target: &Target,
-    site: &Site,
-    requests: u64,
+    valgrind: &Path, load_program: &Path, target: &Target, site: &Site, requests: u64,
 ) -> Result<(u64, u64), String> {
     let log = site
         .scratch

@@ -90,9 +90,7 @@ pub enum IdleError {
 /// the server could not take them: that is the scenario's result, "blocked". A server
 /// without `/stats` (`has_stats` false) is only checked for answering at all.
 pub fn open_idle(
-    address: SocketAddr,
-    count: usize,
-    has_stats: bool,
+    address: SocketAddr, count: usize, has_stats: bool,
 ) -> Result<Vec<TcpStream>, IdleError> {
     let mut idle = Vec::with_capacity(count);
     let deadline = Instant::now() + IDLE_SETUP_LIMIT;

@@ -145,11 +145,7 @@ pub enum Outcome {
 /// One round: a fresh server, the idle connections if any, a probe that it answers, the
 /// load, its peak memory; then the server is killed and the idle connections closed.
 pub fn run_once(
-    target: &Target,
-    site: &Site,
-    generator: &Generator,
-    scenario: &Scenario,
-    duration: Duration,
+    target: &Target, site: &Site, generator: &Generator, scenario: &Scenario, duration: Duration,
 ) -> Outcome {
     let mut server = match target.start(site) {
         Ok(server) => server,

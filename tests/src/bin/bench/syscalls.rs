@@ -39,11 +39,7 @@ impl SyscallCount {
 
 // ANCHOR: count
 pub fn count(
-    strace: &Path,
-    target: &Target,
-    site: &Site,
-    generator: &Generator,
-    load: &Load,
+    strace: &Path, target: &Target, site: &Site, generator: &Generator, load: &Load,
 ) -> Result<SyscallCount, String> {
     let server = target.start(site)?;
     let summary = site.scratch.join(format!("strace-{}.txt", server.name));

@@ -212,11 +212,7 @@ impl Target {
 
     // ANCHOR: start_chapter
     fn start_chapter(
-        &self,
-        site: &Site,
-        flags: &[String],
-        wrapper: &[String],
-        limit: Duration,
+        &self, site: &Site, flags: &[String], wrapper: &[String], limit: Duration,
     ) -> Result<Server, String> {
         let log = log_file(site, &self.name)?;
         let mut command = match wrapper.split_first() {
