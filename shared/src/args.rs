@@ -13,7 +13,7 @@ use std::time::Duration;
 /// the others are rejected as unknown, so `--help` never promises what a chapter can't do.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Extra {
-    /// `--keep-alive-timeout` and `--header-timeout` (chapter 4 on: timers exist).
+    /// `--keep-alive-timeout`, `--header-timeout` and `--send-timeout` (chapter 4 on: timers).
     Timeouts,
     /// `--workers` and `--queue-limit` (chapter 6: the thread pool).
     Workers,
@@ -39,6 +39,9 @@ pub struct Config {
     /// Answer 408 to a client that has not sent a whole request head this long after it
     /// connected or after its previous response (chapter 4 on).
     pub header_timeout: Duration,
+    /// Close a client that takes none of a pending response for this long (chapter 4 on):
+    /// nginx's `send_timeout`, the time allowed between two successful writes.
+    pub send_timeout: Duration,
     /// Threads in the file-system pool (chapter 6).
     pub workers: usize,
     /// Jobs that may wait for a worker before new ones are refused with 503 (chapter 6).
@@ -63,6 +66,7 @@ impl Config {
             trace: false,
             keep_alive_timeout: Duration::from_secs(5),
             header_timeout: Duration::from_secs(10),
+            send_timeout: Duration::from_secs(10),
             workers: 4,
             queue_limit: 256,
         }
@@ -112,7 +116,9 @@ impl Config {
             };
             match flag.as_str() {
                 "--host" | "--port" | "--root" | "--upstream" | "--fs-delay-ms" => {}
-                "--keep-alive-timeout" | "--header-timeout" => needs(Extra::Timeouts)?,
+                "--keep-alive-timeout" | "--header-timeout" | "--send-timeout" => {
+                    needs(Extra::Timeouts)?
+                }
                 "--workers" | "--queue-limit" => needs(Extra::Workers)?,
                 _ => return Err(format!("unknown flag {flag}")),
             }
@@ -135,6 +141,9 @@ impl Config {
                 }
                 "--header-timeout" => {
                     config.header_timeout = parse_seconds(value).ok_or_else(|| bad("seconds"))?
+                }
+                "--send-timeout" => {
+                    config.send_timeout = parse_seconds(value).ok_or_else(|| bad("seconds"))?
                 }
                 "--workers" => {
                     config.workers = value.parse().map_err(|_| bad("a number of threads"))?;
@@ -171,7 +180,7 @@ pub fn usage(chapter: &str, extras: &[Extra]) -> String {
     );
     if extras.contains(&Extra::Timeouts) {
         text.push_str(&format!(
-            "\n{pad}[--keep-alive-timeout SECS] [--header-timeout SECS]"
+            "\n{pad}[--keep-alive-timeout SECS] [--header-timeout SECS] [--send-timeout SECS]"
         ));
     }
     if extras.contains(&Extra::Workers) {

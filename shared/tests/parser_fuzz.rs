@@ -104,16 +104,9 @@ fn outcome(bytes: &[u8]) -> String {
         Parse::Incomplete => "incomplete".to_string(),
         Parse::Invalid(error) => format!("invalid {}", error.status),
         Parse::Complete { request, consumed } => {
-            assert!(
-                consumed <= bytes.len(),
-                "consumed {consumed} of {} bytes",
-                bytes.len()
-            );
+            assert!(consumed <= bytes.len(), "consumed {consumed} of {} bytes", bytes.len());
             let body_start = request.body.as_ptr() as usize - bytes.as_ptr() as usize;
-            assert!(
-                body_start + request.body.len() <= consumed,
-                "body outside the request"
-            );
+            assert!(body_start + request.body.len() <= consumed, "body outside the request");
             format!("complete {consumed} {request:?}")
         }
     }
@@ -135,17 +128,13 @@ fn check(bytes: &[u8]) {
 
 #[test]
 fn parser_survives_random_input_and_agrees_across_splits() {
-    let seed = std::env::var("PARSER_FUZZ_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
+    let seed =
+        std::env::var("PARSER_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
             let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
             now.map(|d| d.as_nanos() as u64).unwrap_or(1) | 1
         });
-    let seconds = std::env::var("PARSER_FUZZ_SECONDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(2);
+    let seconds =
+        std::env::var("PARSER_FUZZ_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(2);
     println!("parser fuzz: seed {seed} (replay with PARSER_FUZZ_SEED={seed}), {seconds} s");
     let mut random = Random(seed);
     let deadline = Instant::now() + Duration::from_secs(seconds);

@@ -85,9 +85,8 @@ impl Connection {
         let mut interest = Interest::NONE;
         // Readable, always: that is also how we learn that a client went away. Except
         // after end-of-file, which stays "readable" forever and would make `poll` return
-        // at once on every turn, a busy loop. (New: and except while a lot of output
-        // waits. A client that sends requests but never reads the answers would make us
-        // buffer answers without limit; not reading pushes back on it through TCP itself.)
+        // at once on every turn, a busy loop. And except while much output waits: not
+        // reading pushes back on a client that sends requests but never reads the answers.
         if !self.peer_closed && self.pending_output() <= MAX_PENDING_OUTPUT {
             interest.readable = true;
         }
@@ -149,35 +148,20 @@ impl Connection {
     fn try_respond(&mut self, event_loop: &EventLoop<Server>, server: &mut Server) {
         let mut start = 0; // where the next unanswered request begins in `received`
         while self.state == State::Reading && self.pending_output() <= MAX_PENDING_OUTPUT {
-            let (response, mut framing, consumed) = match http::parse(&self.received[start..]) {
+            match http::parse(&self.received[start..]) {
                 Parse::Complete { request, consumed } => {
+                    start += consumed;
                     let stats = server.stats(event_loop);
                     let response = super::run_app(&request, &server.config, &stats);
-                    (response, Framing::for_request(&request), consumed)
+                    self.respond(&response, Framing::for_request(&request), server);
                 }
                 // After a framing error we cannot tell where a next request would begin,
                 // so everything after it goes: answer, then close.
                 Parse::Invalid(error) => {
-                    (Response::from_parse_error(error), Framing::CLOSE, self.received.len() - start)
+                    start = self.received.len();
+                    self.respond(&Response::from_parse_error(error), Framing::CLOSE, server);
                 }
                 Parse::Incomplete => break, // wait for more bytes
-            };
-            start += consumed;
-            // Keep the connection if the client wants to (HTTP/1.1 unless it said
-            // `Connection: close`; HTTP/1.0 only if it said `keep-alive`), the response
-            // allows it (not an answer to a bad request), and we are not shutting down.
-            framing.keep_alive &= !response.close && server.shutdown_deadline.is_none();
-            let date = date::now();
-            http::response::write_response(
-                &mut self.out,
-                &response,
-                &framing,
-                server.config.chapter,
-                &date,
-            );
-            server.requests_served += 1;
-            if !framing.keep_alive {
-                self.state = State::Writing; // the last response: send it, then close
             }
         }
         // Forget the answered requests; the rest waits for more bytes, or for the client to
@@ -186,6 +170,20 @@ impl Connection {
         // Try at once instead of waiting a turn: usually the whole response fits in the
         // socket's send buffer and we are done without ever asking for writable.
         self.send();
+    }
+
+    /// Adds the answer to one request to the output.
+    fn respond(&mut self, response: &Response, mut framing: Framing, server: &mut Server) {
+        // Keep the connection if the client wants to (HTTP/1.1 unless it said
+        // `Connection: close`; HTTP/1.0 only if it said `keep-alive`), the response allows
+        // it (not an answer to a bad request), and we are not shutting down.
+        framing.keep_alive &= !response.close && server.shutdown_deadline.is_none();
+        let (name, date) = (server.config.chapter, date::now());
+        http::response::write_response(&mut self.out, response, &framing, name, &date);
+        server.requests_served += 1;
+        if !framing.keep_alive {
+            self.state = State::Writing; // the last response: send it, then close
+        }
     }
     // ANCHOR_END: try_respond
 

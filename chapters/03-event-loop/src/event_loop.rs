@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsFd;
 use std::panic::{self, AssertUnwindSafe};
 use std::time::Duration;
 
@@ -165,33 +165,40 @@ impl<S> EventLoop<S> {
         // `poll` reported this event before any callback of the turn ran. An earlier one
         // may since have deregistered this registration, or changed its interest. So we
         // look again now, as Redis does with `fe->mask & mask`.
-        let Some(registration) = self.registrations.get_mut(&token) else {
+        let Some(registration) = self.registrations.get(&token) else {
             return;
         };
         let interest = registration.interest;
         if !(if readable { interest.readable } else { interest.writable }) {
             return;
         }
-        // Lift the handler out while it runs, so that it can have `&mut self` (the whole
-        // loop) without the loop also holding it.
-        let Some(mut handler) = registration.handler.take() else {
-            return;
-        };
         let what = if readable { "readable" } else { "writable" };
-        trace!("fd {} (token {}) {what}", handler.as_fd().as_raw_fd(), token.0);
+        trace!("token {} {what}", token.0);
+        self.lend(token, state, |handler, event_loop, state| {
+            if readable {
+                handler.on_readable(event_loop, token, state)
+            } else {
+                handler.on_writable(event_loop, token, state)
+            }
+        });
+    }
 
+    /// Lends `token`'s handler to `f`: lifts it out of its registration while `f` runs, so
+    /// that `f` can have `&mut self` (the whole loop) without the loop also holding it.
+    fn lend(
+        &mut self, token: Token, state: &mut S,
+        f: impl FnOnce(&mut dyn Handler<S>, &mut EventLoop<S>, &mut S),
+    ) {
+        let Some(mut handler) = self.registrations.get_mut(&token).and_then(|r| r.handler.take())
+        else {
+            return; // gone, or lent already (its own callback is running)
+        };
         // A bug that panics while serving one client must not take the others down with it.
         // `catch_unwind` stops the panic here (the hook has printed its message), and we
         // close that registration: nothing half-updated is used again (`AssertUnwindSafe`).
-        let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
-            if readable {
-                handler.on_readable(self, token, state)
-            } else {
-                handler.on_writable(self, token, state)
-            }
-        }));
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| f(&mut *handler, self, state)));
         if outcome.is_err() {
-            log!("token {}: {what} callback panicked; closing it", token.0);
+            log!("token {}: a callback panicked; closing it", token.0);
             self.registrations.remove(&token);
         }
         match self.registrations.get_mut(&token) {

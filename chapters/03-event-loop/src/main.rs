@@ -175,7 +175,6 @@ impl Handler<Server> for Signals {
         event_loop.close_idle(server);
     }
 }
-
 // ANCHOR_END: shutdown
 
 /// Asks the application what to do, and does it, blocking. Still as in chapter 1: while

@@ -2,7 +2,7 @@
 //! must get, run against every chapter.
 //!
 //! Each row is one request exactly as a client (or an attacker) might send it, and one of
-//! four expectations ([`Answer`]):
+//! five expectations ([`Answer`]):
 //!
 //! - **refused**: a 4xx (or 5xx, for HTTP/2 and chunked bodies) with `Connection: close`,
 //!   and then the connection ends. Every refused row is sent with a second, valid request
@@ -15,6 +15,11 @@
 //!   come back next, intact. A server that took part of the first request's body as a
 //!   request would answer something else there.
 //! - **refused or served**: either is allowed (a chunked body: 501, or echoed correctly).
+//! - **refused early**: the client sends the start of a head that is already broken and
+//!   waits, the connection open. The contract says a request that can never become valid
+//!   is refused as soon as the bytes that make it so arrive, so the 4xx (or 505) with
+//!   `Connection: close` must come at once, without the rest. A server that waited for
+//!   the end of the head would wait for a timeout, or forever in a chapter without one.
 //! - **ends**: the client sends part of a request and shuts its side; the server must
 //!   close, with at most a 4xx, never a success for a request it did not get.
 //!
@@ -25,8 +30,8 @@ use std::net::Shutdown;
 use std::time::Instant;
 
 use super::{
-    broken, connect, get, post, receive, still_serves, Outcome, Probed, Stop, Target, HELLO,
-    PATIENCE,
+    broken, connect, get, post, receive, seconds, still_serves, Outcome, Probed, Stop, Target,
+    HELLO, PATIENCE, PROMPTLY,
 };
 use crate::client::{show, ReadError};
 use crate::server::Server;
@@ -49,6 +54,9 @@ pub enum Answer {
     Answered(u16, Option<&'static [u8]>),
     /// Refused with one of these statuses, or answered 200 with this body.
     RefusedOrServed(&'static [u16], &'static [u8]),
+    /// The request stops short, and nothing follows it: one of these statuses within
+    /// [`PROMPTLY`], `Connection: close`, then the end of the connection.
+    RefusedEarly(&'static [u16]),
     /// The client half-closes after these bytes; the server must close, having sent
     /// nothing or a 4xx.
     Ends,
@@ -63,11 +71,7 @@ pub struct Case {
 }
 
 fn case(rule: &'static str, request: impl Into<Vec<u8>>, answer: Answer) -> Case {
-    Case {
-        rule,
-        request: request.into(),
-        answer,
-    }
+    Case { rule, request: request.into(), answer }
 }
 
 fn refused(rule: &'static str, request: impl Into<Vec<u8>>, statuses: &'static [u16]) -> Case {
@@ -76,6 +80,10 @@ fn refused(rule: &'static str, request: impl Into<Vec<u8>>, statuses: &'static [
 
 fn served(rule: &'static str, request: impl Into<Vec<u8>>, body: &'static [u8]) -> Case {
     case(rule, request, Answer::Answered(200, Some(body)))
+}
+
+fn early(rule: &'static str, request: impl Into<Vec<u8>>, statuses: &'static [u16]) -> Case {
+    case(rule, request, Answer::RefusedEarly(statuses))
 }
 
 /// `GET /hello` with these header lines (each ending in CRLF) after `Host`.
@@ -90,9 +98,7 @@ fn echo_with(headers: &str) -> Vec<u8> {
 
 /// `count` header lines `X-Header-N: N`.
 fn numbered_headers(count: usize) -> String {
-    (0..count)
-        .map(|n| format!("X-Header-{n}: {n}\r\n"))
-        .collect()
+    (0..count).map(|n| format!("X-Header-{n}: {n}\r\n")).collect()
 }
 
 // ANCHOR: corpus
@@ -214,6 +220,24 @@ pub fn corpus() -> Vec<Case> {
         case("a request line cut short, then the client half-closes", "GET /hel", Ends),
         case("a head cut short, then the client half-closes", "GET /hello HTTP/1.1\r\nHost: suite\r\n", Ends),
         case("a body cut short, then the client half-closes", "POST /echo HTTP/1.1\r\nHost: suite\r\nContent-Length: 100\r\n\r\nonly part", Ends),
+
+        // Heads that stop short, already broken: refused at once, without the rest.
+        early("RFC 9110 §5.6.2: a method is a token, refused at the '('", "GE(", &[400]),
+        early("§3.2: a target starts with '/', 'http://' or is '*', refused at the 'e'", "GET he", &[400]),
+        early("§2.3: 'HTTX' is no HTTP version, refused at the 'X'", "GET /hello HTTX", &[400]),
+        early("§2.3: an unknown major version, refused at its digit", "GET /hello HTTP/5", &[400, 505]),
+        early("§2.2: a CR in the request line followed by anything but LF", "GET /hello HTTP/1.1\rX", &[400]),
+        early("§2.2: a CR after a header followed by anything but LF", "GET /hello HTTP/1.1\r\nHost: suite\rX", &[400]),
+        early("§2.2: a bare LF after the request line", "GET /hello HTTP/1.1\n", &[400]),
+        early("§2.2: a bare LF after a header", "GET /hello HTTP/1.1\r\nHost: suite\n", &[400]),
+        early("RFC 9110 §5.1: a header name is a token, refused at the '('", "GET /hello HTTP/1.1\r\nHost: suite\r\nX(", &[400]),
+        early("§5.1: whitespace before the colon, refused at the space", "GET /hello HTTP/1.1\r\nHost ", &[400]),
+        early("§5.2: obs-fold, refused at the line's first space", "GET /hello HTTP/1.1\r\nHost: suite\r\n ", &[400]),
+        early("§6.3: Content-Length is digits, refused at the 'x'", "POST /echo HTTP/1.1\r\nHost: suite\r\nContent-Length: 5x", &[400]),
+        early("the 1 MiB body limit, refused at the digit that passes it", "POST /echo HTTP/1.1\r\nHost: suite\r\nContent-Length: 1048577", &[413]),
+        early("§6.3: a Content-Length too big to count, before its line ends", "POST /echo HTTP/1.1\r\nHost: suite\r\nContent-Length: 1000000000000000000000", &[400, 413]),
+        early("contract: a 101st header line, refused as it begins", format!("GET /hello HTTP/1.1\r\nHost: suite\r\n{}X-Header-100: 1", numbered_headers(99)), &[431]),
+        early("contract: a head over 8 KiB, refused before its line ends", format!("GET /hello HTTP/1.1\r\nHost: suite\r\nX-Fill: {}", "a".repeat(9 * 1024)), &[431]),
     ]
 }
 // ANCHOR_END: corpus
@@ -224,12 +248,7 @@ fn tls_client_hello() -> Vec<u8> {
     let server_name = b"suite";
     let mut extensions = Vec::new();
     // server_name (0): a list holding one host name.
-    let name_entry = [
-        &[0u8][..],
-        &(server_name.len() as u16).to_be_bytes(),
-        server_name,
-    ]
-    .concat();
+    let name_entry = [&[0u8][..], &(server_name.len() as u16).to_be_bytes(), server_name].concat();
     let name_list = [&(name_entry.len() as u16).to_be_bytes()[..], &name_entry].concat();
     extensions.extend([0x00, 0x00]);
     extensions.extend((name_list.len() as u16).to_be_bytes());
@@ -282,14 +301,30 @@ pub fn run_case(server: &Server, case: &Case) -> Result<(), String> {
     match case.answer {
         Answer::Refused(_) => bytes.extend_from_slice(SMUGGLED),
         Answer::Answered(..) | Answer::RefusedOrServed(..) => bytes.extend_from_slice(FOLLOW_UP),
-        Answer::Ends => {}
+        Answer::RefusedEarly(_) | Answer::Ends => {}
     }
+    let sent = Instant::now();
     // A server may refuse (and close) before it has read everything; the answer is what
     // counts, so a failed send is not yet a failure.
     let _ = client.send(&bytes);
     let what = "the answer";
     match case.answer {
-        Answer::Refused(statuses) => {
+        Answer::Refused(statuses) | Answer::RefusedEarly(statuses) => {
+            if let Answer::RefusedEarly(_) = case.answer {
+                // Nothing follows these bytes and the connection stays open, so they alone
+                // must make the server answer, and at once.
+                match client.wait_for_bytes(sent + PROMPTLY) {
+                    Ok(()) => {}
+                    Err(ReadError::TimedOut { .. }) => {
+                        return Err(format!(
+                            "no answer within {}: these bytes can never begin a valid \
+                             request, yet the server waits for the rest of the head",
+                            seconds(PROMPTLY)
+                        ))
+                    }
+                    Err(error) => return Err(error.to_string()),
+                }
+            }
             // `receive` also checks that after `Connection: close` the connection really
             // ends, with no further bytes: no answer to the smuggled request.
             let response = receive(&mut client, server, false, what).map_err(stop_text)?;
@@ -309,8 +344,7 @@ pub fn run_case(server: &Server, case: &Case) -> Result<(), String> {
             if response.status != status || body.is_some_and(|body| response.body != body) {
                 return Err(format!(
                     "expected {status}{}, got {} with body {:?}",
-                    body.map(|body| format!(" {:?}", show(body)))
-                        .unwrap_or_default(),
+                    body.map(|body| format!(" {:?}", show(body))).unwrap_or_default(),
                     response.status,
                     show(&response.body)
                 ));
@@ -375,9 +409,7 @@ pub fn run_case(server: &Server, case: &Case) -> Result<(), String> {
 /// After an answered row: a server that keeps the connection must answer the follow-up
 /// next, and nothing else. (One that closed has said so, and `receive` checked it.)
 fn follow_up(
-    client: &mut crate::client::Client,
-    server: &Server,
-    first: &crate::client::Response,
+    client: &mut crate::client::Client, server: &Server, first: &crate::client::Response,
 ) -> Result<(), String> {
     if first.says_close() {
         return Ok(());
@@ -448,9 +480,7 @@ mod tests {
         for (index, case) in corpus.iter().enumerate() {
             assert!(!case.rule.is_empty() && !case.request.is_empty());
             assert!(
-                !corpus[..index]
-                    .iter()
-                    .any(|other| other.request == case.request),
+                !corpus[..index].iter().any(|other| other.request == case.request),
                 "row {index} repeats an earlier request"
             );
         }

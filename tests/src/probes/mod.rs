@@ -353,10 +353,7 @@ pub fn stats_value(response: &Response, key: &str) -> Option<u64> {
 /// `Content-Length`, a `Content-Type` when there is a body, `Server: chNN-name`, and
 /// `Connection: close` whenever the server closes (then the connection must really end).
 pub fn receive(
-    client: &mut Client,
-    server: &Server,
-    to_head_request: bool,
-    what: &str,
+    client: &mut Client, server: &Server, to_head_request: bool, what: &str,
 ) -> Result<Response, Stop> {
     let response = client
         .read_response(soon(), to_head_request)
@@ -396,9 +393,7 @@ pub fn receive(
 
 /// The header rules of the contract (the connection rule is in [`receive`]).
 fn check_framing(
-    response: &Response,
-    server: &Server,
-    to_head_request: bool,
+    response: &Response, server: &Server, to_head_request: bool,
 ) -> Result<(), String> {
     let name = server.chapter.name;
     match (response.header_count("server"), response.header("server")) {
