@@ -179,9 +179,8 @@ impl Connection {
             match http::parse(&self.received[start..]) {
                 Parse::Complete { request, consumed } => {
                     start += consumed;
-                    let stats = server.stats(event_loop);
                     let framing = Framing::for_request(&request);
-                    match super::run_app(&request, &server.config, &stats, event_loop, token) {
+                    match super::run_app(&request, event_loop, token, server) {
                         Reply::Now(response) => self.respond(&response, framing, server),
                         // The answer comes later, through `answer`. Until then this request
                         // keeps its place in line: the ones pipelined behind it stay in
@@ -276,10 +275,16 @@ impl Connection {
         &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
     ) {
         // Nothing left to answer or send. Finish if the client shut its side (no request
-        // can come), or if we are shutting down and no request has begun.
+        // can come), or if we are shutting down and no request has begun. (A client that
+        // shuts its side while a request waits gets its answer first: it may have only
+        // half-closed. If it left, writing the answer fails, and that ends it.)
         let no_more =
             self.peer_closed || (server.shutdown_deadline.is_some() && self.received.is_empty());
-        if self.state == State::Reading && self.pending_output() == 0 && no_more {
+        if self.state == State::Reading
+            && self.waiting.is_none()
+            && self.pending_output() == 0
+            && no_more
+        {
             self.state = State::Done;
         }
         if self.is_done() {

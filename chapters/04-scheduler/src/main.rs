@@ -225,10 +225,11 @@ impl Effect {
 /// the upstream no longer block; their answer reaches the connection `token` later.
 /// Files still block until chapter 6.
 fn run_app(
-    request: &http::Request, config: &Config, stats: &Stats, event_loop: &mut EventLoop<Server>,
-    token: Token,
+    request: &http::Request, event_loop: &mut EventLoop<Server>, token: Token, server: &Server,
 ) -> Reply {
-    let context = Context { chapter: config.chapter, upstream: config.upstream, stats: *stats };
+    let config = &server.config;
+    let stats = server.stats(event_loop);
+    let context = Context { chapter: config.chapter, upstream: config.upstream, stats };
     match app::handle(request, &context) {
         Action::Respond(response) => Reply::Now(response),
         Action::Sleep { ms } => {

@@ -90,10 +90,10 @@ fn ask_and_half_close(
 /// file on a read means "no more requests", not "nobody is listening".
 ///
 /// Checked with answers that are ready at once and with a file (which chapter 6 reads on
-/// its thread pool, and still answers). A request that waits for `/sleep` or `/upstream/`
-/// is another matter from chapter 4 on: there a half-close ends the wait and the
-/// connection, by design (see `after_event` in chapter 4's `connection.rs`), because the
-/// loop cannot tell a client that half-closed from one that left.
+/// its thread pool, and still answers). From chapter 4 on, a request that waits (for
+/// `/sleep`, the upstream, the disk) is answered after a half-close too: the loop cannot
+/// tell a client that half-closed from one that left, so it answers, and a client that
+/// left makes that write fail.
 pub fn half_close(target: &Target) -> Probed {
     // Bigger than the socket buffers start out, so the answer is still being written
     // long after the end of file arrived.
