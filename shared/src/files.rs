@@ -14,8 +14,9 @@
 //! first, the way a cold spinning disk or a network file system would make us wait.
 
 use std::borrow::Cow;
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::Duration;
@@ -79,18 +80,33 @@ fn percent_decode(text: &str) -> Option<Vec<u8>> {
 /// to somewhere outside the root, or that is not a regular file, is reported as missing.
 pub fn open(root: &Path, relative: &Path, delay: Duration) -> io::Result<(File, u64)> {
     sleep(delay);
-    let outside = || io::Error::new(io::ErrorKind::NotFound, "not a file under the root");
+    let not_a_file = || io::Error::new(io::ErrorKind::NotFound, "not a file under the root");
     let root = root.canonicalize()?;
     let full = root.join(relative).canonicalize()?;
-    if !full.starts_with(&root) {
-        return Err(outside());
+    // Check before opening: opening a FIFO waits for a writer, and a device may do worse.
+    if !full.starts_with(&root) || !std::fs::metadata(&full)?.is_file() {
+        return Err(not_a_file());
     }
-    let file = File::open(&full)?;
+    // O_NONBLOCK, in case a FIFO took the file's place since the check: opening it must not
+    // wait either. (It changes nothing for a regular file: the disk is never "not ready".)
+    let file = OpenOptions::new().read(true).custom_flags(nix::libc::O_NONBLOCK).open(&full)?;
     let metadata = file.metadata()?;
     if !metadata.is_file() {
-        return Err(outside());
+        return Err(not_a_file());
     }
     Ok((file, metadata.len()))
+}
+
+/// The most a [`read_chunk`] reads: what one download holds in memory at a time.
+pub const CHUNK: usize = 256 * 1024;
+
+/// Reads the next piece of `file`, at most [`CHUNK`] bytes; empty at the end. Blocking;
+/// sleeps `delay` first.
+pub fn read_chunk(file: &mut File, delay: Duration) -> io::Result<Vec<u8>> {
+    sleep(delay);
+    let mut chunk = Vec::with_capacity(CHUNK);
+    file.take(CHUNK as u64).read_to_end(&mut chunk)?;
+    Ok(chunk)
 }
 
 /// Reads the whole of a file opened by [`open`]. Blocking; sleeps `delay` first.
@@ -126,6 +142,15 @@ pub fn response(relative: &Path, contents: io::Result<Vec<u8>>) -> Response {
             ..Response::text(200, "")
         },
         Err(error) => error_response(&error),
+    }
+}
+
+/// The head of a file's response whose body, `length` bytes, is sent a piece at a time.
+pub fn streamed_response(relative: &Path, length: u64) -> Response {
+    Response {
+        content_type: Cow::Borrowed(content_type(relative)),
+        body: Body::Streamed(length),
+        ..Response::text(200, "")
     }
 }
 

@@ -21,6 +21,7 @@
 //! pipelined behind it, for its answer to come through [`Connection::answer`]. And a
 //! client has only so long to make its move (see `deadline`).
 
+use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
@@ -28,9 +29,11 @@ use std::time::Instant;
 
 use shared::args::Config;
 use shared::http::{self, response::Framing, Parse, Response};
-use shared::trace;
+use shared::{files, trace};
 
 use crate::event_loop::{EventLoop, Handler, Interest, Token};
+use crate::fs::Chunk;
+use crate::promise::Outcome;
 use crate::timers::TimerId;
 use crate::{Effect, Reply, Server};
 
@@ -39,10 +42,6 @@ const MAX_DISCARD: usize = 1024 * 1024;
 
 /// Unsent output above which we stop reading and answering this client (backpressure).
 const MAX_PENDING_OUTPUT: usize = 1024 * 1024;
-
-/// Received bytes above which we stop reading while a request waits: the requests behind
-/// it are not parsed until then, so nothing else would limit them.
-const MAX_QUEUED_INPUT: usize = 64 * 1024;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -75,6 +74,16 @@ pub struct Connection {
     since: Instant,
     /// The timer that enforces the deadline, and when it fires.
     deadline_timer: Option<(Instant, TimerId)>,
+    /// New in chapter 6: a file on its way, a chunk at a time.
+    download: Option<Download>,
+}
+
+/// What is left of a file to send: how many bytes, of how many, and the file to read them
+/// from (`None` while its next chunk is being read on the pool).
+struct Download {
+    left: u64,
+    length: u64,
+    file: Option<File>,
 }
 
 impl Connection {
@@ -90,6 +99,7 @@ impl Connection {
             waiting: None,
             since: Instant::now(),
             deadline_timer: None,
+            download: None,
         }
     }
 
@@ -108,8 +118,9 @@ impl Connection {
         // after end-of-file, which stays "readable" forever and would make `poll` return
         // at once on every turn, a busy loop. And except while much output waits: not
         // reading pushes back on a client that sends requests but never reads the answers.
-        // The same while a request waits and many more queue up behind it.
-        let queue_full = self.waiting.is_some() && self.received.len() > MAX_QUEUED_INPUT;
+        // The same while a request waits and many more queue up behind it, unparsed.
+        let busy = self.waiting.is_some() || self.download.is_some();
+        let queue_full = busy && self.received.len() > MAX_PENDING_OUTPUT;
         if !self.peer_closed && self.pending_output() <= MAX_PENDING_OUTPUT && !queue_full {
             interest.readable = true;
         }
@@ -174,6 +185,7 @@ impl Connection {
         let mut start = 0; // where the next unanswered request begins in `received`
         while self.state == State::Reading
             && self.waiting.is_none()
+            && self.download.is_none()
             && self.pending_output() <= MAX_PENDING_OUTPUT
         {
             match http::parse(&self.received[start..]) {
@@ -282,6 +294,7 @@ impl Connection {
             self.peer_closed || (server.shutdown_deadline.is_some() && self.received.is_empty());
         if self.state == State::Reading
             && self.waiting.is_none()
+            && self.download.is_none()
             && self.pending_output() == 0
             && no_more
         {
@@ -292,6 +305,24 @@ impl Connection {
             return;
         }
         event_loop.set_interest(token, self.interest());
+        // New in chapter 6: once the client has taken most of a file's last chunk, read the
+        // next one, so a download holds no more than about a chunk in memory.
+        if self.pending_output() < files::CHUNK {
+            if let Some(download) = self.download.as_mut() {
+                if let Some(file) = download.file.take() {
+                    let next = server.files.read(event_loop, file, download.length);
+                    next.on_settled(move |outcome, event_loop, server| {
+                        event_loop.with_handler(
+                            token,
+                            server,
+                            |connection: &mut Connection, l, t, s| {
+                                connection.next_chunk(outcome, l, t, s)
+                            },
+                        )
+                    });
+                }
+            }
+        }
         // Arm the deadline timer if the deadline is now earlier than the timer. (A timer
         // that fires early, because the deadline moved later, just checks and re-arms.)
         let Some(deadline) = self.deadline(&server.config) else {
@@ -315,7 +346,8 @@ impl Connection {
     /// When this client runs out of time. `None` while a request waits for its answer:
     /// that time is ours, not the client's.
     fn deadline(&self, config: &Config) -> Option<Instant> {
-        let limit = if self.waiting.is_some() {
+        let reading_file = self.download.as_ref().is_some_and(|download| download.file.is_none());
+        let limit = if self.waiting.is_some() || (reading_file && self.pending_output() == 0) {
             return None;
         } else if self.pending_output() > 0 {
             config.send_timeout // it must take our output
@@ -351,18 +383,64 @@ impl Connection {
     }
     // ANCHOR_END: deadline
 
-    /// The late answer to the request that was `waiting` (from a timer or the upstream).
+    /// Hands the late answer (from a timer, the upstream) to the connection `token`, for
+    /// the request that was `waiting`, if the connection is still open.
+    /// New in chapter 6: a file's head comes with its `first` chunk; the rest follows.
     pub fn answer(
-        &mut self, response: Response, event_loop: &mut EventLoop<Server>, token: Token,
+        event_loop: &mut EventLoop<Server>, server: &mut Server, token: Token, response: Response,
+        first: Option<Chunk>,
+    ) {
+        event_loop.with_handler(
+            token,
+            server,
+            |connection: &mut Connection, event_loop, token, server| {
+                let Some((effect, framing)) = connection.waiting.take() else {
+                    return;
+                };
+                effect.cancel(event_loop, server); // what is left of it: the upstream's 504 timer, say
+                connection.respond(&response, framing, server);
+                if let Some(chunk) = first.filter(|_| !framing.head_only) {
+                    let length = chunk.length;
+                    connection.download = Some(Download { left: length, length, file: None });
+                    connection.add_chunk(chunk);
+                }
+                connection.try_respond(event_loop, token, server); // the requests queued behind it
+                connection.after_event(event_loop, token, server);
+            },
+        );
+    }
+
+    /// A file's next chunk has been read (from `after_event`'s promise).
+    fn next_chunk(
+        &mut self, outcome: Outcome<Chunk>, event_loop: &mut EventLoop<Server>, token: Token,
         server: &mut Server,
     ) {
-        let Some((effect, framing)) = self.waiting.take() else {
-            return;
-        };
-        effect.cancel(event_loop, server); // what is left of it: the upstream's 504 timer, say
-        self.respond(&response, framing, server);
-        self.try_respond(event_loop, token, server); // the requests queued behind it
+        match outcome {
+            Ok(chunk) => self.add_chunk(chunk),
+            // The head went out long ago: all we can do for a read error is stop short.
+            Err(_) => self.state = State::Done,
+        }
+        self.send();
+        self.try_respond(event_loop, token, server); // the requests queued behind the file
         self.after_event(event_loop, token, server);
+    }
+
+    /// Appends a chunk of the file being sent to the output, and keeps the file if more is
+    /// left to send.
+    fn add_chunk(&mut self, Chunk { mut bytes, file, .. }: Chunk) {
+        let Some(mut download) = self.download.take() else { return };
+        bytes.truncate(download.left as usize); // the file may have grown: send what we said
+        if bytes.is_empty() {
+            // It shrank: we cannot send the length we said. Closing is the only honest end.
+            self.state = State::Done;
+            return;
+        }
+        self.out.extend_from_slice(&bytes);
+        download.left -= bytes.len() as u64;
+        if download.left > 0 {
+            download.file = Some(file);
+            self.download = Some(download);
+        }
     }
 
     fn fd(&self) -> i32 {
@@ -407,6 +485,7 @@ impl Handler<Server> for Connection {
         self.state == State::Reading
             && self.received.is_empty()
             && self.waiting.is_none()
+            && self.download.is_none()
             && self.pending_output() == 0
     }
 }

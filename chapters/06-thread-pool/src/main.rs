@@ -36,7 +36,6 @@ use event_loop::{EventLoop, Handler, Interest, Token};
 use fs::Files;
 use promise::Promise;
 use timers::TimerId;
-use upstream::Fetch;
 
 /// How long a graceful shutdown waits for the connections still busy.
 const GRACE_PERIOD: Duration = Duration::from_secs(5);
@@ -68,7 +67,8 @@ fn main() {
     let signals = Signals::install();
     // Non-blocking: `accept` answers `WouldBlock` instead of waiting when nobody is there.
     let listener = listener::listen(&config, true);
-    let files = Files::new(config.workers, config.queue_limit).unwrap_or_else(|error| {
+    let files = Files::new(config.workers, config.queue_limit, config.fs_delay);
+    let files = files.unwrap_or_else(|error| {
         log!("ch06-thread-pool: cannot start the thread pool: {error}");
         std::process::exit(1);
     });
@@ -234,7 +234,11 @@ enum Reply {
 /// A request's work in flight, kept by its connection to stop it should the client leave.
 enum Effect {
     Sleep(TimerId),
-    Upstream(Fetch),
+    /// The upstream's socket, and its 504 timer.
+    Upstream {
+        socket: Token,
+        timeout: TimerId,
+    },
     /// New in chapter 6: nothing to stop. The job runs to its end; its answer finds
     /// nobody if the client has gone.
     ReadFile,
@@ -244,7 +248,10 @@ impl Effect {
     fn cancel(&self, event_loop: &mut EventLoop<Server>, server: &mut Server) {
         match self {
             Effect::Sleep(timer) => drop(event_loop.cancel_timer(*timer)),
-            Effect::Upstream(fetch) => fetch.cancel(event_loop, server),
+            Effect::Upstream { socket, timeout } => {
+                event_loop.cancel_timer(*timeout);
+                event_loop.deregister(*socket, server);
+            }
             Effect::ReadFile => {}
         }
     }
@@ -267,19 +274,22 @@ fn run_app(
             Reply::Later(Effect::Sleep(timer))
         }
         Action::ReadFile { path } => {
-            let (root, delay) = (config.root.clone(), config.fs_delay);
-            let loaded = server.files.load(event_loop, root, path.clone(), delay);
-            answer_later(
-                token,
-                loaded.then(move |contents, _, _| Ok(files::response(&path, Ok(contents)))),
-            );
+            // The head and the first chunk go out together; the rest follows (`Connection`).
+            let first = server.files.open(event_loop, config.root.clone(), path.clone());
+            first.on_settled(move |outcome, event_loop, server| {
+                let (response, first) = match outcome {
+                    Ok(chunk) => (files::streamed_response(&path, chunk.length), Some(chunk)),
+                    Err(response) => (response, None),
+                };
+                Connection::answer(event_loop, server, token, response, first);
+            });
             Reply::Later(Effect::ReadFile)
         }
         Action::Upstream { address, path_and_query } => {
             match upstream::fetch(event_loop, address, &path_and_query) {
-                Ok((fetch, answer)) => {
+                Ok((socket, timeout, answer)) => {
                     answer_later(token, answer);
-                    Reply::Later(Effect::Upstream(fetch))
+                    Reply::Later(Effect::Upstream { socket, timeout })
                 }
                 Err(response) => Reply::Now(response),
             }
@@ -292,13 +302,7 @@ fn run_app(
 fn answer_later(token: Token, answer: Promise<Response, Server>) {
     answer.on_settled(move |outcome, event_loop, server| {
         let response = outcome.unwrap_or_else(|error| error);
-        event_loop.with_handler(
-            token,
-            server,
-            |connection: &mut Connection, event_loop, token, server| {
-                connection.answer(response, event_loop, token, server)
-            },
-        );
+        Connection::answer(event_loop, server, token, response, None);
     });
 }
 // ANCHOR_END: run_app

@@ -13,14 +13,31 @@ use super::request::{ParseError, Request, Version};
 pub enum Body {
     Static(&'static [u8]),
     Owned(Vec<u8>),
+    /// A body of this many bytes that the chapter sends itself, after the head: a file
+    /// sent a piece at a time (chapter 6). `write_response` writes only the head.
+    Streamed(u64),
 }
 
 impl Body {
+    /// The bytes to send with the head: all of them, or none for a `Streamed` body.
     pub fn as_bytes(&self) -> &[u8] {
         match self {
             Body::Static(bytes) => bytes,
             Body::Owned(bytes) => bytes,
+            Body::Streamed(_) => &[],
         }
+    }
+
+    /// The body's length, for `Content-Length`.
+    pub fn len(&self) -> u64 {
+        match self {
+            Body::Streamed(length) => *length,
+            other => other.as_bytes().len() as u64,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -118,7 +135,7 @@ pub fn write_response(
             out,
             "Content-Type: {}\r\nContent-Length: {}\r\n",
             response.content_type,
-            body.len()
+            response.body.len()
         );
     }
     if let Some(allow) = response.allow {
