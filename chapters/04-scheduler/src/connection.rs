@@ -40,10 +40,6 @@ const MAX_DISCARD: usize = 1024 * 1024;
 /// Unsent output above which we stop reading and answering this client (backpressure).
 const MAX_PENDING_OUTPUT: usize = 1024 * 1024;
 
-/// Received bytes above which we stop reading while a request waits: the requests behind
-/// it are not parsed until then, so nothing else would limit them.
-const MAX_QUEUED_INPUT: usize = 64 * 1024;
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     /// Taking requests. Answers to them are sent as they are ready, meanwhile.
@@ -71,7 +67,7 @@ pub struct Connection {
     /// A request whose answer comes later, and how to frame that answer.
     waiting: Option<(Effect, Framing)>,
     /// When the client's clock started: at connect, or when we last gave it output, or it
-    /// last took some. Its timeouts count from here (see `deadline`).
+    /// last took some (see `deadline`).
     since: Instant,
     /// The timer that enforces the deadline, and when it fires.
     deadline_timer: Option<(Instant, TimerId)>,
@@ -108,8 +104,8 @@ impl Connection {
         // after end-of-file, which stays "readable" forever and would make `poll` return
         // at once on every turn, a busy loop. And except while much output waits: not
         // reading pushes back on a client that sends requests but never reads the answers.
-        // The same while a request waits and many more queue up behind it.
-        let queue_full = self.waiting.is_some() && self.received.len() > MAX_QUEUED_INPUT;
+        // The same while a request waits and many more queue up behind it, unparsed.
+        let queue_full = self.waiting.is_some() && self.received.len() > MAX_PENDING_OUTPUT;
         if !self.peer_closed && self.pending_output() <= MAX_PENDING_OUTPUT && !queue_full {
             interest.readable = true;
         }
@@ -292,8 +288,8 @@ impl Connection {
             return;
         }
         event_loop.set_interest(token, self.interest());
-        // Arm the deadline timer if the deadline is now earlier than the timer. (A timer
-        // that fires early, because the deadline moved later, just checks and re-arms.)
+        // Arm the deadline timer if the deadline is now earlier than it. (One that fires
+        // early, the deadline having moved later, just checks and re-arms.)
         let Some(deadline) = self.deadline(&server.config) else {
             return;
         };
@@ -351,18 +347,24 @@ impl Connection {
     }
     // ANCHOR_END: deadline
 
-    /// The late answer to the request that was `waiting` (from a timer or the upstream).
+    /// Hands the late answer (from a timer, the upstream) to the connection `token`, for
+    /// the request that was `waiting`, if the connection is still open.
     pub fn answer(
-        &mut self, response: Response, event_loop: &mut EventLoop<Server>, token: Token,
-        server: &mut Server,
+        event_loop: &mut EventLoop<Server>, server: &mut Server, token: Token, response: Response,
     ) {
-        let Some((effect, framing)) = self.waiting.take() else {
-            return;
-        };
-        effect.cancel(event_loop, server); // what is left of it: the upstream's 504 timer, say
-        self.respond(&response, framing, server);
-        self.try_respond(event_loop, token, server); // the requests queued behind it
-        self.after_event(event_loop, token, server);
+        event_loop.with_handler(
+            token,
+            server,
+            |connection: &mut Connection, event_loop, token, server| {
+                let Some((effect, framing)) = connection.waiting.take() else {
+                    return;
+                };
+                effect.cancel(event_loop, server); // what is left of it: the upstream's 504 timer, say
+                connection.respond(&response, framing, server);
+                connection.try_respond(event_loop, token, server); // the requests queued behind it
+                connection.after_event(event_loop, token, server);
+            },
+        );
     }
 
     fn fd(&self) -> i32 {

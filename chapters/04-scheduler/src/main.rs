@@ -1,14 +1,10 @@
 //! Chapter 4: the event loop learns to wait for time, as well as for sockets.
 //!
-//! As in chapter 3, an [`EventLoop`] calls back its handlers: the listener, each
-//! [`Connection`], and the signal pipe. New here, it keeps timers too (`timers.rs`): "run
-//! this in 500 ms", cancellable. So what had to block in chapter 3 no longer does:
-//!
-//! - `/sleep` is a timer: its connection waits, and everyone else is served meanwhile.
-//! - `/upstream/` is a non-blocking client in the same loop, with a 5 s timer for its 504,
-//!   written as nested callbacks (`upstream.rs`), which chapter 5 flattens with promises.
-//! - A client that dawdles (idle, half a request head, not reading) times out.
-//! - The `Date` header is formatted once a second by a timer, not for every response.
+//! As in chapter 3, an [`EventLoop`] calls back its handlers. New here, it keeps timers
+//! (`timers.rs`), so what had to block no longer does: `/sleep` is a timer; `/upstream/`
+//! is a non-blocking client in the same loop (`upstream.rs`), with a timer for its 504; a
+//! client that dawdles times out (`Connection::deadline`); and the `Date` header is
+//! formatted once a second, by a timer, rather than for every response.
 //!
 //! What still blocks: files. `files::load` reads the disk right here in the loop, so a
 //! slow disk (`--fs-delay-ms`) still holds everyone up. Chapter 6 moves that to threads.
@@ -32,7 +28,6 @@ use shared::{files, listener, log, trace};
 use connection::Connection;
 use event_loop::{EventLoop, Handler, Interest, Token};
 use timers::TimerId;
-use upstream::Fetch;
 
 /// How long a graceful shutdown waits for the connections still busy.
 const GRACE_PERIOD: Duration = Duration::from_secs(5);
@@ -191,9 +186,8 @@ impl Handler<Server> for Signals {
 }
 // ANCHOR_END: shutdown
 
-/// Formats the `Date` header anew, once a second: formatting it for every response would
-/// be wasted work (nginx and hyper cache it too). A timer that sets the next one before it
-/// ends is a periodic timer; each beat comes a little late, which a date does not mind.
+/// Formats the `Date` header anew, once a second (nginx caches it too). A timer that sets
+/// the next one is a periodic timer; each beat comes a little late, which a date does not mind.
 fn refresh_date(event_loop: &mut EventLoop<Server>, server: &mut Server) {
     server.date = date::now();
     event_loop.add_timer(Duration::from_secs(1), refresh_date);
@@ -209,21 +203,27 @@ enum Reply {
 /// A request's work in flight, kept by its connection to stop it should the client leave.
 enum Effect {
     Sleep(TimerId),
-    Upstream(Fetch),
+    /// The upstream's socket, and its 504 timer.
+    Upstream {
+        socket: Token,
+        timeout: TimerId,
+    },
 }
 
 impl Effect {
     fn cancel(&self, event_loop: &mut EventLoop<Server>, server: &mut Server) {
         match self {
             Effect::Sleep(timer) => drop(event_loop.cancel_timer(*timer)),
-            Effect::Upstream(fetch) => fetch.cancel(event_loop, server),
+            Effect::Upstream { socket, timeout } => {
+                event_loop.cancel_timer(*timeout);
+                event_loop.deregister(*socket, server);
+            }
         }
     }
 }
 
 /// Asks the application what to do, and starts doing it. New in chapter 4: `/sleep` and
-/// the upstream no longer block; their answer reaches the connection `token` later.
-/// Files still block until chapter 6.
+/// the upstream answer the connection `token` later. Files still block (chapter 6).
 fn run_app(
     request: &http::Request, event_loop: &mut EventLoop<Server>, token: Token, server: &Server,
 ) -> Reply {
@@ -233,9 +233,9 @@ fn run_app(
     match app::handle(request, &context) {
         Action::Respond(response) => Reply::Now(response),
         Action::Sleep { ms } => {
-            let timer = event_loop
-                .add_timer(Duration::from_millis(ms), move |event_loop, server| {
-                    answer(event_loop, server, token, app::slept(ms))
+            let timer =
+                event_loop.add_timer(Duration::from_millis(ms), move |event_loop, server| {
+                    Connection::answer(event_loop, server, token, app::slept(ms))
                 });
             Reply::Later(Effect::Sleep(timer))
         }
@@ -244,27 +244,14 @@ fn run_app(
         }
         Action::Upstream { address, path_and_query } => {
             let fetched = move |response, event_loop: &mut _, server: &mut _| {
-                answer(event_loop, server, token, response)
+                Connection::answer(event_loop, server, token, response)
             };
-            let fetched = upstream::fetch(event_loop, address, &path_and_query, fetched);
-            match fetched {
-                Ok(fetch) => Reply::Later(Effect::Upstream(fetch)),
+            match upstream::fetch(event_loop, address, &path_and_query, fetched) {
+                Ok((socket, timeout)) => Reply::Later(Effect::Upstream { socket, timeout }),
                 Err(response) => Reply::Now(response),
             }
         }
     }
 }
 
-/// Hands a late answer to the connection `token`, if it is still open.
-fn answer(
-    event_loop: &mut EventLoop<Server>, server: &mut Server, token: Token, response: Response,
-) {
-    event_loop.with_handler(
-        token,
-        server,
-        |connection: &mut Connection, event_loop, token, server| {
-            connection.answer(response, event_loop, token, server)
-        },
-    );
-}
 // ANCHOR_END: run_app

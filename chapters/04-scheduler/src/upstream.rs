@@ -1,17 +1,12 @@
-//! `/upstream/PATH` without blocking: a small HTTP client in the same loop, written as
-//! nested callbacks.
+//! `/upstream/PATH` without blocking: a small HTTP client in the same loop, as nested
+//! callbacks.
 //!
-//! Chapters 1 to 3 fetched with a blocking `TcpStream`, and the whole server waited. Here
-//! the fetch is a chain of steps, each run by the loop when the upstream's socket is ready,
-//! and each starting the next: connect (a non-blocking `connect` returns at once, and the
-//! socket becomes writable when the handshake is over), send the request, read the answer
-//! until it is whole, hand it over. Beside the chain runs a 5 s timer for the 504, and
-//! whichever comes first finishes the fetch.
-//!
-//! The chain is nested callbacks on purpose, as a Node.js program of 2010 was: each step
-//! is a closure that captures what the later steps need and, when its work is done,
-//! starts the next step. Read [`fetch`]: it drifts to the right with every step, and every
-//! step checks its own errors. Chapter 5 rewrites exactly this code with promises.
+//! The fetch is a chain of steps, each run by the loop when the upstream's socket is ready:
+//! connect (a non-blocking `connect` returns at once; the socket becomes writable when the
+//! handshake is over), send, read the answer until it is whole, hand it over. Beside it
+//! runs a 5 s timer for the 504. The steps are nested on purpose, as a Node.js program of
+//! 2010 was: read [`fetch`], which drifts to the right, each step checking its own
+//! errors. Chapter 5 rewrites exactly this code with promises.
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -35,7 +30,7 @@ type Step<S> = Box<dyn FnOnce(&mut UpstreamSocket<S>, &mut EventLoop<S>, Token, 
 pub fn fetch<S: 'static>(
     event_loop: &mut EventLoop<S>, address: SocketAddr, path_and_query: &str,
     done: impl FnOnce(Response, &mut EventLoop<S>, &mut S) + 'static,
-) -> Result<Fetch, Response> {
+) -> Result<(Token, TimerId), Response> {
     let cannot_connect = || upstream::bad_gateway("could not connect to the upstream");
     let stream = upstream::start_connecting(address).map_err(|_| cannot_connect())?;
     let request = upstream::request(path_and_query, address);
@@ -70,24 +65,9 @@ pub fn fetch<S: 'static>(
             socket.finish(l, token, s, upstream::gateway_timeout())
         })
     });
-    Ok(Fetch { socket: token, timeout })
+    Ok((token, timeout))
 }
 // ANCHOR_END: fetch
-
-/// A fetch in flight, as its client's connection sees it: what to stop once the answer is
-/// in, or when the client leaves first.
-pub struct Fetch {
-    socket: Token,
-    timeout: TimerId,
-}
-
-impl Fetch {
-    /// Stops the 504 timer and closes the socket, if they are not over already.
-    pub fn cancel<S: 'static>(&self, event_loop: &mut EventLoop<S>, state: &mut S) {
-        event_loop.cancel_timer(self.timeout);
-        event_loop.deregister(self.socket, state);
-    }
-}
 
 // ANCHOR: socket
 /// The upstream socket, as the loop holds it: the stream, the answer read so far, the one

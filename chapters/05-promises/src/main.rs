@@ -34,7 +34,6 @@ use connection::Connection;
 use event_loop::{EventLoop, Handler, Interest, Token};
 use promise::Promise;
 use timers::TimerId;
-use upstream::Fetch;
 
 /// How long a graceful shutdown waits for the connections still busy.
 const GRACE_PERIOD: Duration = Duration::from_secs(5);
@@ -211,14 +210,21 @@ enum Reply {
 /// A request's work in flight, kept by its connection to stop it should the client leave.
 enum Effect {
     Sleep(TimerId),
-    Upstream(Fetch),
+    /// The upstream's socket, and its 504 timer.
+    Upstream {
+        socket: Token,
+        timeout: TimerId,
+    },
 }
 
 impl Effect {
     fn cancel(&self, event_loop: &mut EventLoop<Server>, server: &mut Server) {
         match self {
             Effect::Sleep(timer) => drop(event_loop.cancel_timer(*timer)),
-            Effect::Upstream(fetch) => fetch.cancel(event_loop, server),
+            Effect::Upstream { socket, timeout } => {
+                event_loop.cancel_timer(*timeout);
+                event_loop.deregister(*socket, server);
+            }
         }
     }
 }
@@ -244,9 +250,9 @@ fn run_app(
         }
         Action::Upstream { address, path_and_query } => {
             match upstream::fetch(event_loop, address, &path_and_query) {
-                Ok((fetch, answer)) => {
+                Ok((socket, timeout, answer)) => {
                     answer_later(token, answer);
-                    Reply::Later(Effect::Upstream(fetch))
+                    Reply::Later(Effect::Upstream { socket, timeout })
                 }
                 Err(response) => Reply::Now(response),
             }
@@ -259,13 +265,7 @@ fn run_app(
 fn answer_later(token: Token, answer: Promise<Response, Server>) {
     answer.on_settled(move |outcome, event_loop, server| {
         let response = outcome.unwrap_or_else(|error| error);
-        event_loop.with_handler(
-            token,
-            server,
-            |connection: &mut Connection, event_loop, token, server| {
-                connection.answer(response, event_loop, token, server)
-            },
-        );
+        Connection::answer(event_loop, server, token, response);
     });
 }
 // ANCHOR_END: run_app

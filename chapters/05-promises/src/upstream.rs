@@ -28,7 +28,7 @@ use crate::timers::TimerId;
 /// that fails on the spot is the 502 to answer with now.
 pub fn fetch<S: 'static>(
     event_loop: &mut EventLoop<S>, address: SocketAddr, path_and_query: &str,
-) -> Result<(Fetch, Promise<Response, S>), Response> {
+) -> Result<(Token, TimerId, Promise<Response, S>), Response> {
     let stream = upstream::start_connecting(address).map_err(|_| cannot_connect())?;
     let stream = Rc::new(stream);
     let request = upstream::request(path_and_query, address);
@@ -49,25 +49,9 @@ pub fn fetch<S: 'static>(
     let timed_out = five_seconds.then(|(), _, _| Ok(upstream::gateway_timeout()));
     // ANCHOR_END: chain
 
-    Ok((Fetch { socket, timeout }, race(fetched, timed_out)))
+    Ok((socket, timeout, race(fetched, timed_out)))
 }
 // ANCHOR_END: fetch
-
-/// A fetch in flight, as its client's connection sees it: what to stop once the answer is
-/// in (the race's loser), or when the client leaves first.
-pub struct Fetch {
-    socket: Token,
-    timeout: TimerId,
-}
-
-impl Fetch {
-    /// Stops the 504 timer and closes the socket. Whichever still had a step waiting drops
-    /// its Deferred, which ends that chain.
-    pub fn cancel<S: 'static>(&self, event_loop: &mut EventLoop<S>, state: &mut S) {
-        event_loop.cancel_timer(self.timeout);
-        event_loop.deregister(self.socket, state);
-    }
-}
 
 // ANCHOR: steps
 /// Step 1: the handshake is over; `SO_ERROR` says how it went.

@@ -21,7 +21,6 @@
 //! pipelined behind it, for its answer to come through [`Connection::answer`]. And a
 //! client has only so long to make its move (see `deadline`).
 
-use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
@@ -29,13 +28,15 @@ use std::time::Instant;
 
 use shared::args::Config;
 use shared::http::{self, response::Framing, Parse, Response};
-use shared::{files, trace};
+use shared::trace;
 
 use crate::event_loop::{EventLoop, Handler, Interest, Token};
 use crate::fs::Chunk;
-use crate::promise::Outcome;
 use crate::timers::TimerId;
 use crate::{Effect, Reply, Server};
+
+mod download;
+use download::Download;
 
 /// How much a lingering connection may send us before we stop being polite and close.
 const MAX_DISCARD: usize = 1024 * 1024;
@@ -76,14 +77,6 @@ pub struct Connection {
     deadline_timer: Option<(Instant, TimerId)>,
     /// New in chapter 6: a file on its way, a chunk at a time.
     download: Option<Download>,
-}
-
-/// What is left of a file to send: how many bytes, of how many, and the file to read them
-/// from (`None` while its next chunk is being read on the pool).
-struct Download {
-    left: u64,
-    length: u64,
-    file: Option<File>,
 }
 
 impl Connection {
@@ -305,26 +298,9 @@ impl Connection {
             return;
         }
         event_loop.set_interest(token, self.interest());
-        // New in chapter 6: once the client has taken most of a file's last chunk, read the
-        // next one, so a download holds no more than about a chunk in memory.
-        if self.pending_output() < files::CHUNK {
-            if let Some(download) = self.download.as_mut() {
-                if let Some(file) = download.file.take() {
-                    let next = server.files.read(event_loop, file, download.length);
-                    next.on_settled(move |outcome, event_loop, server| {
-                        event_loop.with_handler(
-                            token,
-                            server,
-                            |connection: &mut Connection, l, t, s| {
-                                connection.next_chunk(outcome, l, t, s)
-                            },
-                        )
-                    });
-                }
-            }
-        }
-        // Arm the deadline timer if the deadline is now earlier than the timer. (A timer
-        // that fires early, because the deadline moved later, just checks and re-arms.)
+        self.read_more(event_loop, token, server); // new in chapter 6: see `download.rs`
+                                                   // Arm the deadline timer if the deadline is now earlier than the timer. (A timer
+                                                   // that fires early, because the deadline moved later, just checks and re-arms.)
         let Some(deadline) = self.deadline(&server.config) else {
             return;
         };
@@ -346,8 +322,8 @@ impl Connection {
     /// When this client runs out of time. `None` while a request waits for its answer:
     /// that time is ours, not the client's.
     fn deadline(&self, config: &Config) -> Option<Instant> {
-        let reading_file = self.download.as_ref().is_some_and(|download| download.file.is_none());
-        let limit = if self.waiting.is_some() || (reading_file && self.pending_output() == 0) {
+        let limit = if self.waiting.is_some() || (self.reading_file() && self.pending_output() == 0)
+        {
             return None;
         } else if self.pending_output() > 0 {
             config.send_timeout // it must take our output
@@ -400,47 +376,12 @@ impl Connection {
                 effect.cancel(event_loop, server); // what is left of it: the upstream's 504 timer, say
                 connection.respond(&response, framing, server);
                 if let Some(chunk) = first.filter(|_| !framing.head_only) {
-                    let length = chunk.length;
-                    connection.download = Some(Download { left: length, length, file: None });
-                    connection.add_chunk(chunk);
+                    connection.start_download(chunk);
                 }
                 connection.try_respond(event_loop, token, server); // the requests queued behind it
                 connection.after_event(event_loop, token, server);
             },
         );
-    }
-
-    /// A file's next chunk has been read (from `after_event`'s promise).
-    fn next_chunk(
-        &mut self, outcome: Outcome<Chunk>, event_loop: &mut EventLoop<Server>, token: Token,
-        server: &mut Server,
-    ) {
-        match outcome {
-            Ok(chunk) => self.add_chunk(chunk),
-            // The head went out long ago: all we can do for a read error is stop short.
-            Err(_) => self.state = State::Done,
-        }
-        self.send();
-        self.try_respond(event_loop, token, server); // the requests queued behind the file
-        self.after_event(event_loop, token, server);
-    }
-
-    /// Appends a chunk of the file being sent to the output, and keeps the file if more is
-    /// left to send.
-    fn add_chunk(&mut self, Chunk { mut bytes, file, .. }: Chunk) {
-        let Some(mut download) = self.download.take() else { return };
-        bytes.truncate(download.left as usize); // the file may have grown: send what we said
-        if bytes.is_empty() {
-            // It shrank: we cannot send the length we said. Closing is the only honest end.
-            self.state = State::Done;
-            return;
-        }
-        self.out.extend_from_slice(&bytes);
-        download.left -= bytes.len() as u64;
-        if download.left > 0 {
-            download.file = Some(file);
-            self.download = Some(download);
-        }
     }
 
     fn fd(&self) -> i32 {

@@ -104,8 +104,6 @@ fn main() {
             std::process::exit(1);
         }
     }
-    // Jobs not started are dropped; a worker stuck on a dead disk is not waited for long.
-    server.files.pool.shutdown(Duration::from_secs(1));
     log!("shut down with {} connections open; bye", server.connections_open);
     // ANCHOR_END: wiring
 }

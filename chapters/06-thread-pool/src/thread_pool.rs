@@ -15,11 +15,10 @@ use std::io;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
-use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::thread;
 
+use shared::trace;
 use shared::waker::Waker;
-use shared::{log, trace};
 
 /// Names one job, so that its result can find whoever waits for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -28,12 +27,11 @@ pub struct JobId(u64);
 /// A job: a blocking call, and what it returns.
 type Work<R> = Box<dyn FnOnce() -> R + Send>;
 
-/// What the workers share, under one lock: the jobs waiting for a worker, how many are
-/// running, and whether the pool is stopping.
+/// What the workers share, under one lock: the jobs waiting for a worker, and how many are
+/// running.
 struct Queue<R> {
     waiting: VecDeque<(JobId, Work<R>)>,
     running: usize,
-    stopping: bool,
 }
 
 // ANCHOR: pool
@@ -42,7 +40,6 @@ pub struct ThreadPool<R> {
     /// Results come back here: the job's value, or `Err` if it panicked.
     finished: Receiver<(JobId, thread::Result<R>)>,
     waker: Arc<Waker>,
-    workers: Vec<JoinHandle<()>>,
     next_id: u64,
     queue_limit: usize,
 }
@@ -57,18 +54,18 @@ fn lock<R>(queue: &Mutex<Queue<R>>) -> MutexGuard<'_, Queue<R>> {
 impl<R: Send + 'static> ThreadPool<R> {
     /// Starts `workers` threads. At most `queue_limit` jobs may wait for one of them.
     pub fn new(workers: usize, queue_limit: usize) -> io::Result<ThreadPool<R>> {
-        let queue = Queue { waiting: VecDeque::new(), running: 0, stopping: false };
+        let queue = Queue { waiting: VecDeque::new(), running: 0 };
         let queue = Arc::new((Mutex::new(queue), Condvar::new()));
         let waker = Arc::new(Waker::new()?);
         let (results, finished) = mpsc::channel();
-        let mut pool =
-            ThreadPool { queue, finished, waker, workers: Vec::new(), next_id: 0, queue_limit };
+        // The workers are never joined: when `main` returns the process ends, and they
+        // with it, so a worker stuck in a call that never returns cannot hold up the exit.
         for number in 0..workers {
-            let (queue, results, waker) = (pool.queue.clone(), results.clone(), pool.waker.clone());
+            let (queue, results, waker) = (queue.clone(), results.clone(), waker.clone());
             let worker = thread::Builder::new().name(format!("pool-worker-{number}"));
-            pool.workers.push(worker.spawn(move || work(number, &queue, &results, &waker))?);
+            worker.spawn(move || work(number, &queue, &results, &waker))?;
         }
-        Ok(pool)
+        Ok(ThreadPool { queue, finished, waker, next_id: 0, queue_limit })
     }
 
     // ANCHOR: submit
@@ -110,25 +107,6 @@ impl<R> ThreadPool<R> {
         let queue = lock(&self.queue.0);
         (queue.waiting.len(), queue.running)
     }
-
-    /// Stops the pool: jobs not started are dropped, and the workers end once their job
-    /// is done. Waits for them at most `patience`: a worker stuck in a call that never
-    /// returns is left behind, and ends with the process.
-    pub fn shutdown(&mut self, patience: Duration) {
-        let mut queue = lock(&self.queue.0);
-        queue.stopping = true;
-        queue.waiting.clear();
-        drop(queue);
-        self.queue.1.notify_all();
-        let deadline = Instant::now() + patience;
-        while self.workers.iter().any(|worker| !worker.is_finished()) && Instant::now() < deadline {
-            thread::sleep(Duration::from_millis(10));
-        }
-        let busy = self.workers.iter().filter(|worker| !worker.is_finished()).count();
-        if busy > 0 {
-            log!("thread pool: {busy} workers still busy after {patience:?}; leaving them");
-        }
-    }
 }
 
 // ANCHOR: work
@@ -142,9 +120,6 @@ fn work<R>(
         let (id, job) = {
             let mut jobs = lock(queue);
             loop {
-                if jobs.stopping {
-                    return;
-                }
                 if let Some(next) = jobs.waiting.pop_front() {
                     jobs.running += 1;
                     break next;
