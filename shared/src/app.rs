@@ -46,6 +46,8 @@ pub struct Stats {
     pub timers_pending: u64,
     pub jobs_queued: u64,
     pub jobs_running: u64,
+    /// How the loop waits (`epoll`, `poll`), for chapters that can choose; else empty.
+    pub backend: &'static str,
 }
 
 /// What the application needs to know about the server running it.
@@ -163,19 +165,20 @@ fn method_not_allowed(allow: &'static str) -> Response {
 }
 
 fn stats(stats: &Stats) -> Response {
-    Response::text(
-        200,
-        format!(
-            "connections_open {}\nrequests_served {}\nloop_turns {}\ntimers_pending {}\n\
-             jobs_queued {}\njobs_running {}\n",
-            stats.connections_open,
-            stats.requests_served,
-            stats.loop_turns,
-            stats.timers_pending,
-            stats.jobs_queued,
-            stats.jobs_running
-        ),
-    )
+    let mut text = format!(
+        "connections_open {}\nrequests_served {}\nloop_turns {}\ntimers_pending {}\n\
+         jobs_queued {}\njobs_running {}\n",
+        stats.connections_open,
+        stats.requests_served,
+        stats.loop_turns,
+        stats.timers_pending,
+        stats.jobs_queued,
+        stats.jobs_running
+    );
+    if !stats.backend.is_empty() {
+        text.push_str(&format!("backend {}\n", stats.backend));
+    }
+    Response::text(200, text)
 }
 
 fn index(chapter: &str) -> Response {

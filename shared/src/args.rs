@@ -17,6 +17,10 @@ pub enum Extra {
     Timeouts,
     /// `--workers` and `--queue-limit` (chapter 6: the thread pool).
     Workers,
+    /// `--backend epoll|poll` (chapter 7: a second way to wait).
+    Backend,
+    /// `--upstream-limit` (chapter 8: a semaphore).
+    UpstreamLimit,
 }
 
 /// Everything a chapter needs to know from its command line.
@@ -46,6 +50,27 @@ pub struct Config {
     pub workers: usize,
     /// Jobs that may wait for a worker before new ones are refused with 503 (chapter 6).
     pub queue_limit: usize,
+    /// How the loop waits: `Backend::Epoll` (the default) or `Backend::Poll` (chapter 7).
+    pub backend: Backend,
+    /// At most this many fetches from the upstream at once; the others wait (chapter 8).
+    pub upstream_limit: usize,
+}
+
+/// The kernel mechanism a chapter's loop waits with (`--backend`, chapter 7 on).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Epoll,
+    Poll,
+}
+
+impl Backend {
+    /// `epoll` or `poll`, as the flag and `/stats` spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Epoll => "epoll",
+            Backend::Poll => "poll",
+        }
+    }
 }
 
 /// The sample site shipped in the repository, served when no `--root` is given.
@@ -69,6 +94,8 @@ impl Config {
             send_timeout: Duration::from_secs(10),
             workers: 4,
             queue_limit: 256,
+            backend: Backend::Epoll,
+            upstream_limit: 64,
         }
     }
 
@@ -120,6 +147,8 @@ impl Config {
                     needs(Extra::Timeouts)?
                 }
                 "--workers" | "--queue-limit" => needs(Extra::Workers)?,
+                "--backend" => needs(Extra::Backend)?,
+                "--upstream-limit" => needs(Extra::UpstreamLimit)?,
                 _ => return Err(format!("unknown flag {flag}")),
             }
             let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
@@ -154,6 +183,19 @@ impl Config {
                 "--queue-limit" => {
                     config.queue_limit = value.parse().map_err(|_| bad("a number of jobs"))?
                 }
+                "--upstream-limit" => {
+                    config.upstream_limit = value.parse().map_err(|_| bad("a number of fetches"))?;
+                    if config.upstream_limit == 0 {
+                        return Err(bad("at least 1"));
+                    }
+                }
+                "--backend" => {
+                    config.backend = match value.as_str() {
+                        "epoll" => Backend::Epoll,
+                        "poll" => Backend::Poll,
+                        _ => return Err(bad("epoll or poll")),
+                    }
+                }
                 _ => unreachable!("every flag was matched above"),
             }
         }
@@ -182,6 +224,12 @@ pub fn usage(chapter: &str, extras: &[Extra]) -> String {
         text.push_str(&format!(
             "\n{pad}[--keep-alive-timeout SECS] [--header-timeout SECS] [--send-timeout SECS]"
         ));
+    }
+    if extras.contains(&Extra::UpstreamLimit) {
+        text.push_str(&format!("\n{pad}[--upstream-limit N]"));
+    }
+    if extras.contains(&Extra::Backend) {
+        text.push_str(&format!("\n{pad}[--backend epoll|poll]"));
     }
     if extras.contains(&Extra::Workers) {
         text.push_str(&format!("\n{pad}[--workers N] [--queue-limit N]"));

@@ -9,6 +9,10 @@
 //! not read yet. When the server's end of A's connection shows an empty receive queue,
 //! the server has read everything A sent.
 //!
+//! The same list shows the state of the server's end: once the server has closed it, it
+//! is in FIN-WAIT-1 even while the data it wrote before the close still waits for a client
+//! that reads nothing. That is how a probe sees a send timeout fire.
+//!
 //! We ask with `ss` (iproute2), which filters inside the kernel, and fall back to reading
 //! `/proc/net/tcp` ourselves. (The fallback is slow on a machine that has just run a
 //! benchmark: it lists every one of up to 100 000 closed connections still in TIME_WAIT.
@@ -32,7 +36,14 @@ struct Socket {
     /// For a connection: bytes received but not yet read by the program. For a listening
     /// socket: connections that finished their handshake but were not yet `accept`ed.
     receive_queue: u64,
+    /// The program has closed (or shut the sending side of) this end of the connection:
+    /// its FIN is sent or queued (FIN-WAIT-1 while unsent data still waits ahead of it).
+    closed_here: bool,
 }
+
+/// The states of a connection whose local end has been closed: FIN-WAIT-1 and 2,
+/// CLOSING, LAST-ACK (and CLOSE, on its way out), as `ss` names them.
+const CLOSED_HERE: [&str; 5] = ["FIN-WAIT-1", "FIN-WAIT-2", "CLOSING", "LAST-ACK", "UNCONN"];
 
 /// The TCP sockets whose local port is `port`, from `ss` or else `/proc/net/tcp`.
 fn sockets_on(port: u16) -> Option<Vec<Socket>> {
@@ -69,6 +80,7 @@ fn from_ss(port: u16) -> Option<Vec<Socket>> {
                 remote_port,
                 listening: state == "LISTEN",
                 receive_queue,
+                closed_here: CLOSED_HERE.contains(&state),
             })
             .filter(|_| state != "TIME-WAIT")
         })
@@ -102,6 +114,8 @@ fn from_proc(port: u16) -> Option<Vec<Socket>> {
                 remote_port,
                 listening: state == "0A",
                 receive_queue: u64::from_str_radix(receive_queue, 16).ok()?,
+                // FIN_WAIT1, FIN_WAIT2, CLOSE, LAST_ACK, CLOSING: the same states as above.
+                closed_here: ["04", "05", "07", "09", "0B"].contains(&state),
             })
             // TIME_WAIT (06): a closed connection that happened to use the same ports.
             .filter(|socket| socket.local_port == port && state != "06")
@@ -152,10 +166,28 @@ pub fn wait_until_read(client: &TcpStream, timeout: Duration) -> Option<bool> {
 /// connections still waited at the deadline, `None` if the kernel cannot tell us.
 pub fn wait_until_accepted(server: SocketAddr, timeout: Duration) -> Option<bool> {
     wait_for(server.port(), timeout, |sockets| {
-        sockets
-            .iter()
-            .find(|socket| socket.listening)
-            .map(|socket| socket.receive_queue == 0)
+        sockets.iter().find(|socket| socket.listening).map(|socket| socket.receive_queue == 0)
+    })
+}
+
+/// Waits until the server has closed its end of `client`'s connection: that end is in a
+/// state that follows a close (FIN-WAIT-1 while the data it could not send still waits
+/// ahead of the FIN), or gone (reset, or fully closed) while the server still listens.
+/// Unlike a read on `client`, this sees the close *before* the client takes the data queued
+/// ahead of it: a probe can watch a server give up on a client that reads nothing.
+/// `Some(true)` if that was seen, `Some(false)` if the server's end was still open at the
+/// deadline, `None` if the kernel cannot tell us.
+pub fn wait_until_closed_by_server(client: &TcpStream, timeout: Duration) -> Option<bool> {
+    let (Ok(local), Ok(server)) = (client.local_addr(), client.peer_addr()) else {
+        return None;
+    };
+    wait_for(server.port(), timeout, |sockets| {
+        match sockets.iter().find(|socket| !socket.listening && socket.remote_port == local.port())
+        {
+            Some(socket) => Some(socket.closed_here),
+            // Gone from the list: closed, if the list shows the server at all.
+            None => sockets.iter().any(|socket| socket.listening).then_some(true),
+        }
     })
 }
 
@@ -182,16 +214,33 @@ mod tests {
         let short = Duration::from_millis(50);
         assert_eq!(wait_until_accepted(address, short), Some(false));
         let (mut server_end, _) = listener.accept().unwrap();
-        assert_eq!(
-            wait_until_accepted(address, Duration::from_secs(1)),
-            Some(true)
-        );
+        assert_eq!(wait_until_accepted(address, Duration::from_secs(1)), Some(true));
 
         client.write_all(b"ping").unwrap();
         assert_eq!(wait_until_read(&client, short), Some(false));
         let mut buffer = [0u8; 4];
         std::io::Read::read_exact(&mut server_end, &mut buffer).unwrap();
         assert_eq!(wait_until_read(&client, Duration::from_secs(1)), Some(true));
+    }
+
+    #[test]
+    fn sees_a_close_before_the_data_ahead_of_it_is_read() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut server_end, _) = listener.accept().unwrap();
+        if wait_until_closed_by_server(&client, Duration::ZERO).is_none() {
+            print_uncaptured(
+                "SKIPPED: kernel::sees_a_close_before_the_data_ahead_of_it_is_read: neither \
+                 `ss` nor /proc/net/tcp lists our sockets here",
+            );
+            return;
+        }
+        let short = Duration::from_millis(50);
+        assert_eq!(wait_until_closed_by_server(&client, short), Some(false));
+        // Data the client never reads, then the close behind it.
+        server_end.write_all(&[0u8; 1000]).unwrap();
+        drop(server_end);
+        assert_eq!(wait_until_closed_by_server(&client, Duration::from_secs(1)), Some(true));
     }
 
     #[test]

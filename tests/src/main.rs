@@ -89,7 +89,7 @@ fn main() {
         .filter(|probe| {
             args.only
                 .as_ref()
-                .map_or(true, |only| probe.name.contains(only.as_str()))
+                .is_none_or(|only| probe.name.contains(only.as_str()))
         })
         .collect();
 

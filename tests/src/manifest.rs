@@ -26,13 +26,16 @@ pub enum Capability {
     GracefulShutdown,
     /// `/sleep` and a slow upstream do not hold up others.
     SleepAndUpstream,
-    /// Idle and header timeouts.
+    /// Idle, header and send timeouts.
     Timeouts,
     /// Slowloris (hundreds of clients trickling request heads, never finishing them) does
     /// not deny service.
     Slowloris,
     /// A slow disk (`--fs-delay-ms`) does not hold up others.
     SlowDisk,
+    /// A big download costs bounded memory: the file is sent a piece at a time, never
+    /// held whole.
+    BoundedDownload,
 }
 
 /// What one chapter promises about one capability.
@@ -58,7 +61,7 @@ pub struct Row {
 use Expect::{No, Yes};
 
 // ANCHOR: manifest
-pub const MANIFEST: [Row; 9] = [
+pub const MANIFEST: [Row; 10] = [
     Row {
         capability: Capability::Basics,
         description: "routes, HEAD, errors, bad input, big files intact",
@@ -75,10 +78,8 @@ pub const MANIFEST: [Row; 9] = [
         capability: Capability::IdleClient,
         description: "an idle or slow client does not hold up others",
         chapters: [
-            No(
-                "ch01 serves one client at a time: an idle client holds the accept loop, and \
-                everyone else waits in the kernel's backlog.",
-            ),
+            No("ch01 serves one client at a time: an idle client holds the accept loop, and \
+                everyone else waits in the kernel's backlog."),
             Yes,
             Yes,
             Yes,
@@ -91,10 +92,8 @@ pub const MANIFEST: [Row; 9] = [
         capability: Capability::SlowReader,
         description: "a slow reader of a big response does not hold up others",
         chapters: [
-            No(
-                "ch01 writes each response with a blocking write_all: a client that stops \
-                reading stops the whole server.",
-            ),
+            No("ch01 writes each response with a blocking write_all: a client that stops \
+                reading stops the whole server."),
             Yes,
             Yes,
             Yes,
@@ -107,14 +106,10 @@ pub const MANIFEST: [Row; 9] = [
         capability: Capability::KeepAlive,
         description: "keep-alive and pipelining",
         chapters: [
-            No(
-                "ch01 answers one request per connection and closes it, so a second or \
-                pipelined request needs a new connection.",
-            ),
-            No(
-                "ch02 still answers one request per connection and closes it; keep-alive and \
-                pipelining arrive with the event loop in ch03.",
-            ),
+            No("ch01 answers one request per connection and closes it, so a second or \
+                pipelined request needs a new connection."),
+            No("ch02 still answers one request per connection and closes it; keep-alive and \
+                pipelining arrive with the event loop in ch03."),
             Yes,
             Yes,
             Yes,
@@ -126,14 +121,10 @@ pub const MANIFEST: [Row; 9] = [
         capability: Capability::GracefulShutdown,
         description: "graceful shutdown on SIGTERM",
         chapters: [
-            No(
-                "ch01 installs no signal handler, so SIGTERM kills it mid-response instead of \
-                letting the response finish.",
-            ),
-            No(
-                "ch02 installs no signal handler either: SIGTERM kills the process, and the \
-                responses in flight with it.",
-            ),
+            No("ch01 installs no signal handler, so SIGTERM kills it mid-response instead of \
+                letting the response finish."),
+            No("ch02 installs no signal handler either: SIGTERM kills the process, and the \
+                responses in flight with it."),
             Yes,
             Yes,
             Yes,
@@ -145,18 +136,12 @@ pub const MANIFEST: [Row; 9] = [
         capability: Capability::SleepAndUpstream,
         description: "`/sleep` and a slow upstream do not hold up others",
         chapters: [
-            No(
-                "ch01 runs /sleep and /upstream/ as blocking calls, so the whole server waits \
-                with them.",
-            ),
-            No(
-                "ch02's poll loop still runs /sleep and /upstream/ as blocking calls, so every \
-                connection waits with them.",
-            ),
-            No(
-                "ch03's event loop has no timers yet: /sleep is a thread::sleep and \
-                /upstream/ a blocking fetch, both inside the loop.",
-            ),
+            No("ch01 runs /sleep and /upstream/ as blocking calls, so the whole server waits \
+                with them."),
+            No("ch02's poll loop still runs /sleep and /upstream/ as blocking calls, so every \
+                connection waits with them."),
+            No("ch03's event loop has no timers yet: /sleep is a thread::sleep and \
+                /upstream/ a blocking fetch, both inside the loop."),
             Yes,
             Yes,
             Yes,
@@ -165,20 +150,14 @@ pub const MANIFEST: [Row; 9] = [
     },
     Row {
         capability: Capability::Timeouts,
-        description: "idle and header timeouts",
+        description: "idle, header and send timeouts",
         chapters: [
-            No(
-                "ch01 has no timers: it waits for a half-sent request head forever, and it \
-                has no keep-alive to time out.",
-            ),
-            No(
-                "ch02 has no timers: a half-sent request head keeps its connection open \
-                forever, and there is no keep-alive to time out.",
-            ),
-            No(
-                "ch03 has no timers yet: idle keep-alive connections and half-sent heads stay \
-                open forever.",
-            ),
+            No("ch01 has no timers: it waits forever for a half-sent request head or for a \
+                client that stops reading its response, and it has no keep-alive to time out."),
+            No("ch02 has no timers: a half-sent request head or a response nobody reads keeps \
+                its connection open forever, and there is no keep-alive to time out."),
+            No("ch03 has no timers yet: idle keep-alive connections, half-sent heads and \
+                responses nobody reads stay open forever."),
             Yes,
             Yes,
             Yes,
@@ -189,19 +168,13 @@ pub const MANIFEST: [Row; 9] = [
         capability: Capability::Slowloris,
         description: "slowloris does not deny service",
         chapters: [
-            No(
-                "ch01 serves one client at a time: the first client that trickles its request \
-                head holds the accept loop for as long as it keeps trickling.",
-            ),
-            No(
-                "ch02 has no timers, so nothing ever closes a client that trickles its head: \
+            No("ch01 serves one client at a time: the first client that trickles its request \
+                head holds the accept loop for as long as it keeps trickling."),
+            No("ch02 has no timers, so nothing ever closes a client that trickles its head: \
                 a few hundred of them hold every file descriptor, and new clients wait in the \
-                backlog.",
-            ),
-            No(
-                "ch03 has no timers yet: trickling clients keep their descriptors for as long \
-                as they like, and once all are taken nobody new is accepted.",
-            ),
+                backlog."),
+            No("ch03 has no timers yet: trickling clients keep their descriptors for as long \
+                as they like, and once all are taken nobody new is accepted."),
             Yes,
             Yes,
             Yes,
@@ -213,22 +186,32 @@ pub const MANIFEST: [Row; 9] = [
         description: "a slow disk (`--fs-delay-ms`) does not hold up others",
         chapters: [
             No("ch01 reads files with blocking calls: a slow disk stops the whole server."),
-            No(
-                "ch02 reads files with blocking calls inside its poll loop: a slow disk \
-                stalls every connection.",
-            ),
-            No(
-                "ch03 reads files with blocking calls inside its event loop: a slow disk \
-                stalls every connection.",
-            ),
-            No(
-                "ch04's timers don't help with files: a file read still blocks the loop \
-                thread.",
-            ),
-            No(
-                "ch05's promises change how callbacks are written, not where the work runs: \
-                a file read still blocks the loop thread.",
-            ),
+            No("ch02 reads files with blocking calls inside its poll loop: a slow disk \
+                stalls every connection."),
+            No("ch03 reads files with blocking calls inside its event loop: a slow disk \
+                stalls every connection."),
+            No("ch04's timers don't help with files: a file read still blocks the loop \
+                thread."),
+            No("ch05's promises change how callbacks are written, not where the work runs: \
+                a file read still blocks the loop thread."),
+            Yes,
+        ],
+        note: None,
+    },
+    Row {
+        capability: Capability::BoundedDownload,
+        description: "a big download costs bounded memory",
+        chapters: [
+            No("ch01 reads a file whole into memory before sending it: a download costs the \
+                whole file, so files over 64 MiB are refused."),
+            No("ch02 reads a file whole into memory before sending it: every download in \
+                flight holds its whole file, so files over 64 MiB are refused."),
+            No("ch03 reads a file whole into memory before sending it: the file waits in the \
+                connection's output buffer for as long as the client takes to read it."),
+            No("ch04 reads a file whole into memory before sending it: timers change when \
+                the loop waits, not how much a download holds."),
+            No("ch05 reads a file whole into memory before sending it: its promise of a \
+                file's contents is a promise of all of them at once."),
             Yes,
         ],
         note: None,
@@ -329,10 +312,7 @@ mod tests {
     #[test]
     fn every_capability_has_one_row() {
         for (index, row) in MANIFEST.iter().enumerate() {
-            let count = MANIFEST
-                .iter()
-                .filter(|other| other.capability == row.capability)
-                .count();
+            let count = MANIFEST.iter().filter(|other| other.capability == row.capability).count();
             assert_eq!(count, 1, "row {index} ({:?}) is duplicated", row.capability);
         }
     }
@@ -355,9 +335,7 @@ mod tests {
     fn every_capability_has_a_probe() {
         for row in &MANIFEST {
             assert!(
-                PROBES
-                    .iter()
-                    .any(|probe| probe.capability == row.capability),
+                PROBES.iter().any(|probe| probe.capability == row.capability),
                 "nothing checks {:?}",
                 row.capability
             );

@@ -41,6 +41,12 @@ pub struct Options {
     /// Start the server with at most this many open file descriptors (`ulimit -n`), so a
     /// probe can run it out of them with a few hundred connections instead of thousands.
     pub fd_limit: Option<u32>,
+    /// `--trace`: a line on stderr for every step of the loop.
+    pub trace: bool,
+    /// Close our end of the server's stderr as soon as its first line is on stdout, so
+    /// that every line it logs from then on fails to write (EPIPE), as when a reader pipes
+    /// `--trace` into `head`. What it printed is then lost to messages.
+    pub close_stderr: bool,
 }
 
 impl Options {
@@ -50,6 +56,8 @@ impl Options {
             && self.fs_delay_ms.is_none()
             && self.if_supported.is_empty()
             && self.fd_limit.is_none()
+            && !self.trace
+            && !self.close_stderr
     }
 }
 
@@ -123,6 +131,9 @@ impl Server {
         if let Some(ms) = options.fs_delay_ms {
             command.arg("--fs-delay-ms").arg(ms.to_string());
         }
+        if options.trace {
+            command.arg("--trace");
+        }
         if with_optional_flags {
             for (flag, value) in &options.if_supported {
                 command.arg(flag).arg(value);
@@ -136,10 +147,14 @@ impl Server {
             .map_err(|error| Refused::Other(format!("cannot run {}: {error}", binary.display())))?;
 
         // Both pipes are drained by threads for the whole life of the process: a server
-        // that fills a pipe nobody reads would block in its next print.
+        // that fills a pipe nobody reads would block in its next print. (Unless the probe
+        // wants stderr closed: then it is held, unread, until the first line has come.)
         let stderr = Arc::new(Mutex::new(Vec::new()));
         let mut stderr_reader = None;
-        if let Some(mut pipe) = child.stderr.take() {
+        let mut stderr_to_close = None;
+        if options.close_stderr {
+            stderr_to_close = child.stderr.take();
+        } else if let Some(mut pipe) = child.stderr.take() {
             let kept = Arc::clone(&stderr);
             stderr_reader = Some(thread::spawn(move || {
                 let mut chunk = [0u8; 4096];
@@ -204,6 +219,8 @@ impl Server {
                 )));
             }
         };
+        // The read end's last holder: from now on the server's writes to stderr fail.
+        drop(stderr_to_close);
         server.address = line
             .strip_prefix("listening on http://")
             .and_then(|address| address.parse().ok())
@@ -267,10 +284,7 @@ impl Server {
 
     /// What the server printed on stderr (the last few KiB).
     fn stderr_text(&self) -> String {
-        let kept = self
-            .stderr
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner());
+        let kept = self.stderr.lock().unwrap_or_else(|poison| poison.into_inner());
         String::from_utf8_lossy(&kept).into_owned()
     }
 

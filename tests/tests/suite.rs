@@ -39,29 +39,24 @@ suite! {
     probes: [
         command_line, index_page, hello, sleep_route, stats_route, head_requests, not_found,
         method_not_allowed, unknown_method, echo, echo_needs_length, echo_too_large, files,
-        big_file_intact, path_traversal, upstream_relay, upstream_errors, upstream_timeout,
-        conformance_corpus, trickled_request, body_split_across_writes,
+        big_file_intact, path_traversal, fifo_under_root, upstream_relay, upstream_errors,
+        upstream_timeout, conformance_corpus, trickled_request, body_split_across_writes,
         client_resets_mid_response, clients_that_vanish, serves_after_abuse,
-        half_close, file_removed_mid_response, stray_signals, descriptor_exhaustion,
-        pipelined_without_reading,
+        half_close, file_removed_mid_response, stray_signals, closed_stderr,
+        descriptor_exhaustion, pipelined_without_reading,
         idle_client, half_sent_request, ten_thousand_idle, slow_reader, keep_alive,
-        pipelining, graceful_shutdown, sleep_elsewhere, slow_upstream, header_timeout,
-        keep_alive_timeout, slowloris, slow_disk,
+        pipelining, graceful_shutdown, prompt_shutdown, sleep_elsewhere, slow_upstream,
+        header_timeout, keep_alive_timeout, send_timeout, slowloris, slow_disk,
+        big_download_memory,
     ]
 }
 
 #[test]
 fn every_chapter_and_probe_has_tests() {
     let chapters: Vec<u8> = suite::chapters::CHAPTERS.iter().map(|c| c.number).collect();
-    assert_eq!(
-        CHAPTER_NUMBERS, chapters,
-        "the chapters in tests/suite.rs and in CHAPTERS differ"
-    );
+    assert_eq!(CHAPTER_NUMBERS, chapters, "the chapters in tests/suite.rs and in CHAPTERS differ");
     let probes: Vec<&str> = suite::probes::PROBES.iter().map(|p| p.name).collect();
-    assert_eq!(
-        PROBE_NAMES, probes,
-        "the probes in tests/suite.rs and in PROBES differ"
-    );
+    assert_eq!(PROBE_NAMES, probes, "the probes in tests/suite.rs and in PROBES differ");
 }
 
 /// The book's appendix shows the capability table generated from the manifest; this

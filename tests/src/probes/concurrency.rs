@@ -14,9 +14,11 @@ use super::{
     start_big_download, still_serves, until_accepted, until_read, with_site, with_upstream,
     Meanwhile, Outcome, Probed, Stop, Target, HELLO, PATIENCE, PROMPTLY,
 };
-use crate::client::{show, Client, Ending};
+use crate::client::{show, Client, Ending, ReadError};
+use crate::kernel;
+use crate::manifest::{self, Capability, Expect};
 use crate::server::{Options, Server};
-use crate::site;
+use crate::site::{self, first_difference};
 
 // ANCHOR: idle_client
 /// Row 2: a client that connects and says nothing must not keep others waiting.
@@ -48,11 +50,7 @@ pub fn idle_client(target: &Target) -> Probed {
 pub fn half_sent_request(target: &Target) -> Probed {
     let server = target.server()?;
     let mut slow = connect(&server)?;
-    sending(
-        &mut slow,
-        b"GET /hello HTTP/1.1\r\nHost: su",
-        "half a request head",
-    )?;
+    sending(&mut slow, b"GET /hello HTTP/1.1\r\nHost: su", "half a request head")?;
     until_read(&slow, "half a request head")?;
     match hello_meanwhile(&server)? {
         Meanwhile::Answered => Ok(Outcome::Works),
@@ -124,12 +122,7 @@ pub fn keep_alive(target: &Target) -> Probed {
         ),
         // A HEAD answer has a Content-Length but no body: a server that sent the body
         // anyway would garble the next answer, which the next step would notice.
-        (
-            b"HEAD /hello HTTP/1.1\r\nHost: suite\r\n\r\n",
-            "a third (HEAD /hello)",
-            true,
-            200,
-        ),
+        (b"HEAD /hello HTTP/1.1\r\nHost: suite\r\n\r\n", "a third (HEAD /hello)", true, 200),
         (
             b"POST /echo HTTP/1.1\r\nHost: suite\r\nContent-Length: 5\r\n\r\nagain",
             "a fourth (POST /echo)",
@@ -156,21 +149,13 @@ pub fn keep_alive(target: &Target) -> Probed {
     // say `Connection: keep-alive`, because 1.0 clients assume a close otherwise.
     let mut client = connect(&server)?;
     let what = "GET /hello HTTP/1.0 with Connection: keep-alive";
-    sending(
-        &mut client,
-        b"GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
-        what,
-    )?;
+    sending(&mut client, b"GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", what)?;
     let response = receive(&mut client, &server, false, what)?;
     check!(
         response.has_connection_option("keep-alive"),
         "{what}: the response does not say Connection: keep-alive"
     );
-    sending(
-        &mut client,
-        b"GET /hello HTTP/1.0\r\n\r\n",
-        "a second HTTP/1.0 request",
-    )?;
+    sending(&mut client, b"GET /hello HTTP/1.0\r\n\r\n", "a second HTTP/1.0 request")?;
     let response = receive(&mut client, &server, false, "a second HTTP/1.0 request")?;
     check!(
         response.says_close(),
@@ -260,22 +245,13 @@ pub fn graceful_shutdown(target: &Target) -> Probed {
     let (mut server, site) = with_site(target, site::stuck_response_size())?;
     let (mut client, already) = start_big_download(&server, &site)?;
     server.signal("TERM").map_err(broken)?;
-    let rest = drain(
-        &mut client,
-        &site,
-        already,
-        "the response in flight at SIGTERM",
-    );
+    let rest = drain(&mut client, &site, already, "the response in flight at SIGTERM");
     drop(client);
     let Some(status) = server.wait_for_exit(Instant::now() + PATIENCE) else {
         return Err(broken(format!(
             "still running {} s after SIGTERM (its one response {})",
             PATIENCE.as_secs(),
-            if rest.is_ok() {
-                "was complete"
-            } else {
-                "was cut"
-            }
+            if rest.is_ok() { "was complete" } else { "was cut" }
         )));
     };
     if status.signal() == Some(15) {
@@ -303,14 +279,142 @@ pub fn graceful_shutdown(target: &Target) -> Probed {
     idle.signal("INT").map_err(broken)?;
     match idle.wait_for_exit(Instant::now() + PATIENCE) {
         Some(status) if status.code() == Some(0) => Ok(Outcome::Works),
-        Some(status) => Err(broken(format!(
-            "an idle server ended with {status} after SIGINT"
-        ))),
+        Some(status) => Err(broken(format!("an idle server ended with {status} after SIGINT"))),
         None => Err(broken(format!(
             "an idle server was still running {} s after SIGINT",
             PATIENCE.as_secs()
         ))),
     }
+}
+
+/// How soon a graceful shutdown must end once nothing is in flight: at once, in fact; the
+/// margin is for a busy machine. Far less than the contract's grace period
+/// ([`GRACE_PERIOD`]), which only bounds how long responses in flight may take.
+const PROMPT_EXIT: Duration = Duration::from_secs(2);
+/// The contract's bound on a graceful shutdown: responses in flight get this long.
+const GRACE_PERIOD: Duration = Duration::from_secs(5);
+/// The `/sleep` in flight at SIGTERM in [`prompt_shutdown`].
+const SLEEP_AT_SHUTDOWN: Duration = Duration::from_millis(1000);
+
+/// Row 5: a graceful shutdown exits as soon as nothing is in flight (the contract), not
+/// when its grace period runs out. Two cases:
+///
+/// - SIGTERM with only idle clients connected (one that connected and sent nothing, and,
+///   where there is keep-alive, one kept open after its answer): nothing is in flight,
+///   so the process must exit 0 within [`PROMPT_EXIT`]. A loop that waits for every
+///   connection to close, or for its grace period, sits out the full 5 s.
+/// - From chapter 4 on, where `/sleep` waits on a timer: SIGTERM while a `GET
+///   /sleep?ms=1000` waits. It must get its answer, saying `Connection: close`, and the
+///   process must exit right after it, not at the end of the grace period. (Chapter 3's
+///   `/sleep` blocks the loop, signal and all: `graceful_shutdown` covers it.)
+pub fn prompt_shutdown(target: &Target) -> Probed {
+    needs_own_server(target)?;
+    let mut server = target.server()?;
+    let mut kept = connect(&server)?;
+    let response = {
+        sending(&mut kept, &get("/hello"), "GET /hello")?;
+        receive(&mut kept, &server, false, "GET /hello")?
+    };
+    expect_status(&response, &[200], "GET /hello")?;
+    // A chapter without keep-alive has closed `kept` (`receive` checked); it must go, or
+    // chapter 1 waits for it to hang up before it takes the next client.
+    let kept = (!response.says_close()).then_some(kept);
+    let idle = if kept.is_none() {
+        "a client that connected and sent nothing"
+    } else {
+        "two idle clients (one that connected and sent nothing, one kept alive after its \
+         answer)"
+    };
+    let _silent = connect(&server)?;
+    until_accepted(&server, "a client that connected and sent nothing")?;
+    server.signal("TERM").map_err(broken)?;
+    let signalled = Instant::now();
+    match server.wait_for_exit(signalled + PROMPT_EXIT) {
+        Some(status) if status.signal() == Some(15) => {
+            return Ok(Outcome::Lacks(format!(
+                "SIGTERM killed the process (it has no handler for it), with {idle} connected"
+            )))
+        }
+        Some(status) => check!(
+            status.code() == Some(0),
+            "after SIGTERM with {idle} connected, the process ended with {status}, expected \
+             exit status 0{}",
+            server.stderr_note()
+        ),
+        None => {
+            // Not in time: how long did it take, then? (The answer tells a loop that sat
+            // out its grace period from one that would never have ended.)
+            let later = server.wait_for_exit(signalled + GRACE_PERIOD + PATIENCE);
+            let ended = match later {
+                Some(status) => {
+                    format!("it ended {} after the signal ({status})", seconds(signalled.elapsed()))
+                }
+                None => format!("it was still running {} after it", seconds(signalled.elapsed())),
+            };
+            return Err(broken(format!(
+                "with only {idle} connected, nothing was in flight at SIGTERM, yet the process \
+                 was still running {} after it; {ended}",
+                seconds(PROMPT_EXIT)
+            )));
+        }
+    }
+    drop(kept);
+
+    if manifest::expectation(Capability::SleepAndUpstream, target.chapter) != Expect::Yes {
+        return Ok(Outcome::Works);
+    }
+    let mut server = target.server()?;
+    let what = format!("a GET /sleep?ms={} in flight at SIGTERM", SLEEP_AT_SHUTDOWN.as_millis());
+    let mut client = connect(&server)?;
+    sending(&mut client, &get(&format!("/sleep?ms={}", SLEEP_AT_SHUTDOWN.as_millis())), &what)?;
+    let sent = Instant::now();
+    until_read(&client, &what)?;
+    server.signal("TERM").map_err(broken)?;
+    let signalled = Instant::now();
+    // `receive` also checks that the connection then really closes.
+    let response = receive(&mut client, &server, false, &what)?;
+    expect_status(&response, &[200], &what)?;
+    let expected = format!("slept {} ms\n", SLEEP_AT_SHUTDOWN.as_millis());
+    check!(
+        response.text() == expected,
+        "{what}: body {:?}, expected {expected:?}",
+        response.text()
+    );
+    check!(
+        sent.elapsed() >= SLEEP_AT_SHUTDOWN,
+        "{what}: answered after only {}: the sleep was cut short",
+        seconds(sent.elapsed())
+    );
+    check!(
+        response.says_close(),
+        "{what}: the answer does not say Connection: close, though the server is shutting \
+         down"
+    );
+    drop(client);
+    let bound = SLEEP_AT_SHUTDOWN + TIMEOUT_SLACK;
+    match server.wait_for_exit(signalled + bound) {
+        Some(status) => check!(
+            status.code() == Some(0),
+            "after answering {what}, the process ended with {status}, expected exit status \
+             0{}",
+            server.stderr_note()
+        ),
+        None => {
+            let later = server.wait_for_exit(signalled + GRACE_PERIOD + PATIENCE);
+            return Err(broken(format!(
+                "{what} was answered, and then nothing was in flight, yet the process was \
+                 still running {} after the signal; {}",
+                seconds(bound),
+                match later {
+                    Some(status) =>
+                        format!("it ended {} after it ({status})", seconds(signalled.elapsed())),
+                    None =>
+                        format!("it was still running {} after it", seconds(signalled.elapsed())),
+                }
+            )));
+        }
+    }
+    Ok(Outcome::Works)
 }
 
 // ANCHOR: served_while_busy
@@ -343,9 +447,8 @@ fn served_while_busy(
         let hello_sent = Instant::now();
         let hello = exchange(server, &get("/hello"));
         let hello_answered = Instant::now();
-        let (slow_response, slow_answered) = slow
-            .join()
-            .map_err(|_| broken(format!("reading {busy_what} panicked")))?;
+        let (slow_response, slow_answered) =
+            slow.join().map_err(|_| broken(format!("reading {busy_what} panicked")))?;
         check_busy(&slow_response?)?;
         expect_status(&hello?, &[200], "GET /hello")?;
         // A third of the hold: far more than lies between two answers released by the
@@ -396,11 +499,7 @@ pub fn sleep_elsewhere(target: &Target) -> Probed {
         served_while_busy(&server, sleeper, &what, hold, |response| {
             expect_status(response, &[200], &what)?;
             let expected = format!("slept {} ms\n", hold.as_millis());
-            check!(
-                response.text() == expected,
-                "{what}: body {:?}",
-                response.text()
-            );
+            check!(response.text() == expected, "{what}: body {:?}", response.text());
             check!(
                 started.elapsed() >= hold,
                 "{what} answered after only {}",
@@ -417,11 +516,7 @@ pub fn slow_upstream(target: &Target) -> Probed {
     with_longer_holds(|hold| {
         let what = format!("another client's GET /upstream/slow?ms={hold} (a slow upstream)");
         let mut client = connect(&server)?;
-        sending(
-            &mut client,
-            &get(&format!("/upstream/slow?ms={hold}")),
-            &what,
-        )?;
+        sending(&mut client, &get(&format!("/upstream/slow?ms={hold}")), &what)?;
         // Once the upstream has the request, the chapter is waiting on it.
         check!(
             upstream.wait_for_request(PATIENCE).is_some(),
@@ -430,11 +525,7 @@ pub fn slow_upstream(target: &Target) -> Probed {
         let hold = Duration::from_millis(hold);
         served_while_busy(&server, client, &what, hold, |response| {
             expect_status(response, &[200], &what)?;
-            check!(
-                response.text() == "slow answer\n",
-                "{what}: body {:?}",
-                response.text()
-            );
+            check!(response.text() == "slow answer\n", "{what}: body {:?}", response.text());
             Ok(())
         })
     })
@@ -456,21 +547,15 @@ pub fn slow_disk(target: &Target) -> Probed {
         let mut client = connect(&server)?;
         sending(&mut client, &get("/files/hello.txt"), &what)?;
         until_read(&client, &what)?;
-        served_while_busy(
-            &server,
-            client,
-            &what,
-            Duration::from_millis(hold),
-            |response| {
-                expect_status(response, &[200], &what)?;
-                check!(
-                    response.body == site::HELLO_TXT.as_bytes(),
-                    "{what}: body {:?}",
-                    response.text()
-                );
-                Ok(())
-            },
-        )
+        served_while_busy(&server, client, &what, Duration::from_millis(hold), |response| {
+            expect_status(response, &[200], &what)?;
+            check!(
+                response.body == site::HELLO_TXT.as_bytes(),
+                "{what}: body {:?}",
+                response.text()
+            );
+            Ok(())
+        })
     })
 }
 
@@ -501,9 +586,7 @@ pub fn header_timeout(target: &Target) -> Probed {
             )));
         }
         Err(error) => {
-            return Err(broken(format!(
-                "{what}: expected a 408, but {error} (no response)"
-            )))
+            return Err(broken(format!("{what}: expected a 408, but {error} (no response)")))
         }
     }
     expect_408(&mut client, &server, sent, timeout, what)?;
@@ -545,6 +628,98 @@ pub fn header_timeout(target: &Target) -> Probed {
     Ok(Outcome::Works)
 }
 
+/// Row 7: a client that asks for a big file and then takes nothing of it is closed after
+/// `--send-timeout`. Without it, a client that never reads holds its connection (and the
+/// response's memory) for ever: slowloris from the other end.
+///
+/// The server gives up with the rest of the response still queued in the kernel ahead of
+/// its FIN, so the client could only see the close by first reading megabytes, and
+/// reading is what resets the timeout. The kernel shows the close without that (see
+/// [`kernel::wait_until_closed_by_server`]). Then the client reads on: a response that
+/// ends early was cut by the server, one that arrives whole was kept waiting for it.
+/// (Where the kernel cannot be asked, the probe waits out the deadline and relies on
+/// that second half alone.)
+pub fn send_timeout(target: &Target) -> Probed {
+    needs_own_server(target)?;
+    let timeout = Duration::from_millis(500);
+    let site = make_site(site::stuck_response_size())?;
+    let mut server = target.start(Options {
+        root: Some(site.root.clone()),
+        if_supported: vec![("--send-timeout", "0.5".into())],
+        ..Options::default()
+    })?;
+    // The server can write nothing of the response before this, so its send timeout
+    // cannot run out before `asked + timeout` either.
+    let asked = Instant::now();
+    let (mut client, already) = start_big_download(&server, &site)?;
+    let total = site.big.len();
+    let what = format!("a client that asked for a {} MiB file and then read nothing", total >> 20);
+    let deadline = asked + timeout + TIMEOUT_SLACK;
+    let waited = deadline.saturating_duration_since(Instant::now());
+    let closed = kernel::wait_until_closed_by_server(client.stream(), waited);
+    let seen = Instant::now();
+    if closed.is_none() {
+        // Nothing to watch: wait out the deadline under test, then see what the reading
+        // shows.
+        thread::sleep(deadline.saturating_duration_since(seen));
+    }
+
+    // Read on, to the end of the response or of the connection.
+    let mut received = already;
+    let cut = loop {
+        if received == total {
+            break false;
+        }
+        match client.read_some(total - received, Instant::now() + PATIENCE) {
+            Ok(bytes) => {
+                if let Some(at) =
+                    first_difference(&site.big[received..received + bytes.len()], &bytes)
+                {
+                    return Err(broken(format!(
+                        "{what}: when it read on, the body differed from byte {} on",
+                        received + at
+                    )));
+                }
+                received += bytes.len();
+            }
+            Err(ReadError::Closed { .. } | ReadError::Reset { .. }) => break true,
+            Err(error) => return Err(broken(format!("{what}: reading on: {error}"))),
+        }
+    };
+    drop(client);
+    still_serves(&mut server, "a client that read nothing of its response")?;
+
+    match (closed, cut) {
+        (Some(true) | None, true) => {
+            check!(
+                closed.is_none() || seen + Duration::from_millis(100) >= asked + timeout,
+                "{what} was disconnected {} after its request, before the {} send timeout \
+                 could run out",
+                seconds(seen - asked),
+                seconds(timeout)
+            );
+            Ok(Outcome::Works)
+        }
+        (Some(false) | None, false) => Ok(Outcome::Lacks(format!(
+            "{what} was still connected {} after its request{}; when it read on, the whole \
+             response arrived",
+            seconds(seen.max(deadline) - asked),
+            dropped_note(&server)
+        ))),
+        (Some(false), true) => Err(broken(format!(
+            "{what} was still connected {} after its request (with --send-timeout 0.5), and \
+             once it read on, the response was cut after {received} of {total} bytes",
+            seconds(seen - asked)
+        ))),
+        (Some(true), false) => Err(broken(format!(
+            "{what}: the kernel showed the server's end of the connection closed {} after the \
+             request, yet the whole response arrived when the client read on; the probe \
+             cannot tell what happened",
+            seconds(seen - asked)
+        ))),
+    }
+}
+
 /// Reads the 408 a client is owed for a head that did not arrive in time.
 fn expect_408(
     client: &mut Client, server: &Server, sent: Instant, timeout: Duration, what: &str,
@@ -552,10 +727,7 @@ fn expect_408(
     let response = receive(client, server, false, what)?;
     let took = sent.elapsed();
     expect_status(&response, &[408], what)?;
-    check!(
-        response.says_close(),
-        "{what}: the 408 does not say Connection: close"
-    );
+    check!(response.says_close(), "{what}: the 408 does not say Connection: close");
     check!(
         took + Duration::from_millis(100) >= timeout,
         "{what}: 408 after only {}, before the {} timeout",

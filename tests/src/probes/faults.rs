@@ -7,6 +7,7 @@
 //! | a client half-closes after its request | [`half_close`]: it is still answered |
 //! | the file being served is removed | [`file_removed_mid_response`] |
 //! | signals that stop, continue or are ignored | [`stray_signals`] |
+//! | nobody reads the server's stderr any more | [`closed_stderr`] |
 //! | SIGTERM while `poll` waits (EINTR) | `graceful_shutdown` (concurrency.rs), chapters 3 on |
 //! | a callback that panics | not from outside, as no route panics: see below |
 //!
@@ -26,15 +27,16 @@
 
 use std::fs;
 use std::net::Shutdown;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::{
-    broken, check, connect, drain, exchange, expect_status, get, post, receive, sending,
-    start_big_download, still_serves, until_read, with_site, Outcome, Probed, Stop, Target, HELLO,
-    PATIENCE,
+    broken, check, connect, drain, exchange, expect_status, first_line, get, needs_own_server,
+    post, receive, sending, start_big_download, still_serves, until_read, with_site, Outcome,
+    Probed, Stop, Target, HELLO, PATIENCE,
 };
 use crate::client::{show, Ending, ReadError};
-use crate::server::Server;
+use crate::manifest::{self, Capability, Expect};
+use crate::server::{Options, Server};
 use crate::site::{self, first_difference};
 
 /// Sends `request`, shuts the sending side (a "half-close": the client says it will send
@@ -77,10 +79,9 @@ fn ask_and_half_close(
             "{what}: after the answers, the connection was still open {} s later",
             PATIENCE.as_secs()
         ))),
-        Ending::MoreBytes(bytes) => Err(broken(format!(
-            "{what}: after the answers came more bytes: {}",
-            show(&bytes)
-        ))),
+        Ending::MoreBytes(bytes) => {
+            Err(broken(format!("{what}: after the answers came more bytes: {}", show(&bytes))))
+        }
     }
 }
 
@@ -98,12 +99,7 @@ pub fn half_close(target: &Target) -> Probed {
     // Bigger than the socket buffers start out, so the answer is still being written
     // long after the end of file arrived.
     let (mut server, site) = with_site(target, 4 << 20)?;
-    ask_and_half_close(
-        &server,
-        &get("/hello"),
-        &[HELLO],
-        "GET /hello, then a half-close",
-    )?;
+    ask_and_half_close(&server, &get("/hello"), &[HELLO], "GET /hello, then a half-close")?;
     // The end of file arrives right behind a body the server is still reading.
     let body = site::pattern(256 * 1024);
     ask_and_half_close(
@@ -172,11 +168,7 @@ pub fn file_removed_mid_response(target: &Target) -> Probed {
     drop(client);
 
     let response = exchange(&server, &get("/files/big.bin"))?;
-    expect_status(
-        &response,
-        &[200],
-        "GET /files/big.bin after it was replaced",
-    )?;
+    expect_status(&response, &[200], "GET /files/big.bin after it was replaced")?;
     check!(
         response.body == replacement,
         "GET /files/big.bin after it was replaced: got {} bytes that are not the new file",
@@ -227,11 +219,7 @@ pub fn stray_signals(target: &Target) -> Probed {
     pester(&mut server, "during a /sleep")?;
     let response = receive(&mut client, &server, false, what)?;
     expect_status(&response, &[200], what)?;
-    check!(
-        response.body == b"slept 300 ms\n",
-        "{what}: body {:?}",
-        response.text()
-    );
+    check!(response.body == b"slept 300 ms\n", "{what}: body {:?}", response.text());
 
     // Waiting for the rest of a request head.
     let what = "a request head, pestered with signals half-way";
@@ -246,14 +234,74 @@ pub fn stray_signals(target: &Target) -> Probed {
     // Waiting for room to write.
     let (mut client, already) = start_big_download(&server, &site)?;
     pester(&mut server, "while it waited to write a big response")?;
-    drain(
-        &mut client,
-        &site,
-        already,
-        "a big response, pestered with signals while it was sent",
-    )?;
+    drain(&mut client, &site, already, "a big response, pestered with signals while it was sent")?;
     drop(client);
     still_serves(&mut server, "stray signals")?;
     Ok(Outcome::Works)
 }
 // ANCHOR_END: stray_signals
+
+// ANCHOR: closed_stderr
+/// Logging never stops the server (the contract), not even once nobody reads its stderr:
+/// a reader pipes `--trace` into `head`, which exits after ten lines, or the terminal that
+/// started it is gone. Every line written after that fails (EPIPE), and `eprintln!`
+/// panics on the first ("failed printing to stderr"), taking the server with it.
+///
+/// The server is started with `--trace`, so every step of it writes a line, and the suite
+/// closes its end of the stderr pipe as soon as the server listens. Then requests that
+/// log: a good one, a bad one, a missing file, a `/sleep`. Each must be answered. Chapters
+/// with a graceful shutdown (3 on) log on their way out too: SIGTERM must still end in
+/// exit status 0.
+pub fn closed_stderr(target: &Target) -> Probed {
+    needs_own_server(target)?;
+    let mut server =
+        target.start(Options { trace: true, close_stderr: true, ..Options::default() })?;
+    let requests: [(&[u8], u16); 4] = [
+        (b"GET /hello HTTP/1.1\r\nHost: suite\r\n\r\n", 200),
+        // No Host: a 400, and (where the chapter logs bad requests) a line about it.
+        (b"GET /hello HTTP/1.1\r\n\r\n", 400),
+        (b"GET /files/missing.txt HTTP/1.1\r\nHost: suite\r\n\r\n", 404),
+        (b"GET /sleep?ms=10 HTTP/1.1\r\nHost: suite\r\n\r\n", 200),
+    ];
+    for (request, status) in requests {
+        let what = format!("{}, with stderr closed", first_line(request));
+        let response = match exchange(&server, request) {
+            Ok(response) => response,
+            Err(Stop::Broken(error)) => {
+                // Did the process die? It may still be on its way out: give it a moment.
+                let ended = server.wait_for_exit(Instant::now() + Duration::from_secs(1));
+                return Err(broken(match ended {
+                    Some(status) => format!(
+                        "{error}, with stderr closed; the process had ended ({status}; 101 is \
+                         a panic): a failed write to stderr stopped it?"
+                    ),
+                    None => format!("{error}, with stderr closed"),
+                }));
+            }
+            Err(skipped) => return Err(skipped),
+        };
+        expect_status(&response, &[status], &what)?;
+    }
+    still_serves(&mut server, "requests logged to a closed stderr")?;
+
+    if manifest::expectation(Capability::GracefulShutdown, target.chapter) != Expect::Yes {
+        // SIGTERM would kill it anyway: nothing more to see.
+        return Ok(Outcome::Works);
+    }
+    server.signal("TERM").map_err(broken)?;
+    match server.wait_for_exit(Instant::now() + PATIENCE) {
+        Some(status) => check!(
+            status.code() == Some(0),
+            "after SIGTERM, with stderr closed, the process ended with {status}, expected exit \
+             status 0 (a failed write to stderr on the way out? 101 is a panic)"
+        ),
+        None => {
+            return Err(broken(format!(
+                "with stderr closed, the process was still running {} s after SIGTERM",
+                PATIENCE.as_secs()
+            )))
+        }
+    }
+    Ok(Outcome::Works)
+}
+// ANCHOR_END: closed_stderr

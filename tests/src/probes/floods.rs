@@ -11,6 +11,8 @@
 //!   never reads an answer. The server must push back instead of buffering the answers.
 //! - [`ten_thousand_idle`]: 10,000 connections that say nothing: do they fit, in how much
 //!   memory, and is everyone else still served?
+//! - [`big_download_memory`]: four clients download one big file at once. Does each cost
+//!   the server the whole file, or a chunk of it?
 //!
 //! These need to watch the server process itself (CPU time, memory, descriptors, via
 //! [`crate::resources`]), so they start their own servers and skip for someone else's.
@@ -25,19 +27,17 @@ use std::time::{Duration, Instant};
 
 use super::{
     broken, check, connect, dropped_note, exchange, expect_status, finish_hello, get,
-    hello_meanwhile, needs_own_server, seconds, sending, stats_value, still_serves, Meanwhile,
-    Outcome, Probed, Stop, Target, PATIENCE, PROMPTLY,
+    hello_meanwhile, make_site, needs_own_server, seconds, sending, stats_value, still_serves,
+    Meanwhile, Outcome, Probed, Stop, Target, PATIENCE, PROMPTLY,
 };
-use crate::client::ReadError;
+use crate::client::{Client, ReadError};
 use crate::manifest::{self, Capability, Expect};
 use crate::resources::{self, mebibytes};
 use crate::server::{Options, Server};
 
 /// A measurement the probe cannot do without `/proc` (Linux) is skipped, not failed.
 fn measured<T>(value: Option<T>) -> Result<T, Stop> {
-    value.ok_or(Stop::Skipped(
-        "needs Linux's /proc to watch the server process",
-    ))
+    value.ok_or(Stop::Skipped("needs Linux's /proc to watch the server process"))
 }
 
 fn pid(server: &Server) -> Result<u32, Stop> {
@@ -88,10 +88,8 @@ const LAZY_DESCRIPTORS: usize = 4;
 /// promise (no spinning, serves again afterwards), which it keeps in its own way.
 pub fn descriptor_exhaustion(target: &Target) -> Probed {
     needs_own_server(target)?;
-    let mut server = target.start(Options {
-        fd_limit: Some(FLOOD_FD_LIMIT),
-        ..Options::default()
-    })?;
+    let mut server =
+        target.start(Options { fd_limit: Some(FLOOD_FD_LIMIT), ..Options::default() })?;
     let pid = pid(&server)?;
     let at_rest = measured(resources::open_descriptors(pid))?;
 
@@ -135,10 +133,7 @@ pub fn descriptor_exhaustion(target: &Target) -> Probed {
         seconds(started.elapsed())
     );
     drop(flood);
-    still_serves(
-        &mut server,
-        "a flood of connections that ran it out of descriptors",
-    )?;
+    still_serves(&mut server, "a flood of connections that ran it out of descriptors")?;
     // Every connection is gone, so every descriptor must come back. A few may stay: a
     // chapter may open one lazily, on its first request (a thread pool's waker, say),
     // while a leak of the flood's connections would be dozens.
@@ -203,11 +198,7 @@ pub fn slowloris(target: &Target) -> Probed {
     }
 
     let mut client = connect(&server)?;
-    sending(
-        &mut client,
-        &get("/hello"),
-        "GET /hello during a slowloris attack",
-    )?;
+    sending(&mut client, &get("/hello"), "GET /hello during a slowloris attack")?;
     let sent = Instant::now();
     match client.read_response(sent + SLOWLORIS_PATIENCE, false) {
         Ok(response) => {
@@ -282,11 +273,7 @@ impl Slowloris {
         let connected = Arc::new(AtomicUsize::new(0));
         let counter = Arc::clone(&connected);
         let thread = thread::spawn(move || trickle(address, clients, &stopped, &counter));
-        Slowloris {
-            stop: Some(stop),
-            thread: Some(thread),
-            connected,
-        }
+        Slowloris { stop: Some(stop), thread: Some(thread), connected }
     }
 
     /// Waits until the attack has made `count` connections, or `deadline` passes.
@@ -309,10 +296,7 @@ impl Slowloris {
 
     fn finish(&mut self) -> Tally {
         drop(self.stop.take());
-        self.thread
-            .take()
-            .and_then(|thread| thread.join().ok())
-            .unwrap_or_default()
+        self.thread.take().and_then(|thread| thread.join().ok()).unwrap_or_default()
     }
 }
 
@@ -377,10 +361,7 @@ impl Attacker {
         stream.set_nonblocking(true).ok()?;
         // A fresh socket's buffer takes these few bytes whole.
         (&stream).write_all(HEAD_START).ok()?;
-        Some(Attacker {
-            stream,
-            next_byte: now + BYTE_EVERY,
-        })
+        Some(Attacker { stream, next_byte: now + BYTE_EVERY })
     }
 
     // ANCHOR: poke
@@ -537,12 +518,7 @@ pub fn ten_thousand_idle(target: &Target) -> Probed {
     let mut idle = Vec::with_capacity(IDLE_CLIENTS);
     let open_idle = |idle: &mut Vec<TcpStream>| -> Result<(), Stop> {
         let stream = TcpStream::connect_timeout(&server.address, Duration::from_secs(2)).map_err(
-            |error| {
-                broken(format!(
-                    "connecting idle client number {}: {error}",
-                    idle.len() + 1
-                ))
-            },
+            |error| broken(format!("connecting idle client number {}: {error}", idle.len() + 1)),
         )?;
         idle.push(stream);
         Ok(())
@@ -613,3 +589,150 @@ pub fn ten_thousand_idle(target: &Target) -> Probed {
     Ok(Outcome::Works)
 }
 // ANCHOR_END: ten_thousand_idle
+
+/// The file [`big_download_memory`] serves, how many clients fetch it at once, and how much
+/// more memory that may cost the server at its peak. Read whole, it would cost 96 MiB per
+/// client (384 MiB); a chunk at a time (256 KiB), a chunk per client plus what the kernel
+/// buffers, a few MiB. The bound sits far from both.
+const DOWNLOAD_BYTES: usize = 96 << 20;
+const DOWNLOADERS: usize = 4;
+const DOWNLOAD_GROWTH_BOUND: u64 = 64 << 20;
+/// How long each turn of [`big_download_memory`] waits on one client before it moves on.
+const TURN: Duration = Duration::from_millis(10);
+
+/// One client of [`big_download_memory`].
+struct Download {
+    client: Client,
+    /// The body's length, once the head has come.
+    length: Option<usize>,
+    received: usize,
+}
+
+impl Download {
+    fn done(&self) -> bool {
+        self.length == Some(self.received)
+    }
+}
+
+// ANCHOR: big_download_memory
+/// Four clients download one 96 MiB file at once, each taking a little in turn, so that
+/// all four are in flight from the first byte to the last. A server that reads the file
+/// whole before sending it holds it once per client; one that sends it a chunk at a time
+/// holds a chunk per client. Its peak memory tells which: the growth must stay under 64
+/// MiB, and every download must arrive whole (its byte count; the file is all zeros, made
+/// in an instant as a sparse file).
+///
+/// Chapters that read files whole refuse one this big (a 500, from shared's
+/// `files::MAX_FILE`), rather than take 96 MiB per request: that refusal is their
+/// limitation too.
+pub fn big_download_memory(target: &Target) -> Probed {
+    needs_own_server(target)?;
+    let site = make_site(0)?;
+    std::fs::File::create(site.root.join("huge.bin"))
+        .and_then(|file| file.set_len(DOWNLOAD_BYTES as u64))
+        .map_err(|error| broken(format!("cannot make huge.bin: {error}")))?;
+    let mut server =
+        target.start(Options { root: Some(site.root.clone()), ..Options::default() })?;
+    let pid = pid(&server)?;
+    // At rest after a file was served, so that what the first file costs once (a thread
+    // pool's first jobs, say) counts as rest.
+    expect_status(&exchange(&server, &get("/files/hello.txt"))?, &[200], "GET /files/hello.txt")?;
+    let at_rest = measured(resources::memory(pid))?;
+
+    let what = format!("GET /files/huge.bin ({} MiB)", DOWNLOAD_BYTES >> 20);
+    let mut downloads = Vec::with_capacity(DOWNLOADERS);
+    for _ in 0..DOWNLOADERS {
+        let mut client = connect(&server)?;
+        sending(&mut client, &get("/files/huge.bin"), &what)?;
+        downloads.push(Download { client, length: None, received: 0 });
+    }
+    let started = Instant::now();
+    let mut progress_at = started;
+    while !downloads.iter().all(Download::done) {
+        for (index, download) in downloads.iter_mut().enumerate() {
+            let what = format!("{what}, client {} of {DOWNLOADERS}", index + 1);
+            let turn_ends = Instant::now() + TURN;
+            let Some(length) = download.length else {
+                // Not every chapter answers all four at once (chapter 1 takes one client at
+                // a time), so a head that is not here yet is waited for in later turns.
+                let head = match download.client.read_head(turn_ends, false) {
+                    Ok(head) => head,
+                    Err(ReadError::TimedOut { .. }) => continue,
+                    Err(error) => return Err(broken(format!("{what}: {error}"))),
+                };
+                progress_at = Instant::now();
+                let status = head.response.status;
+                if (500..600).contains(&status) {
+                    let mut refusal = head.response;
+                    refusal.body = download
+                        .client
+                        .read_body(head.body_length, Instant::now() + PATIENCE)
+                        .map_err(|error| broken(format!("{what}: {error}")))?;
+                    return Ok(Outcome::Lacks(format!(
+                        "{what} was refused with {}, rather than sent",
+                        refusal.summary()
+                    )));
+                }
+                expect_status(&head.response, &[200], &what)?;
+                check!(
+                    head.body_length == DOWNLOAD_BYTES,
+                    "{what}: Content-Length {}, expected {DOWNLOAD_BYTES}",
+                    head.body_length
+                );
+                download.length = Some(head.body_length);
+                continue;
+            };
+            if download.received == length {
+                continue;
+            }
+            match download.client.read_some(length - download.received, turn_ends) {
+                Ok(bytes) => {
+                    download.received += bytes.len();
+                    progress_at = Instant::now();
+                }
+                Err(ReadError::TimedOut { .. }) => {}
+                Err(error) => {
+                    return Err(broken(format!(
+                        "{what}: {error} ({} of {length} body bytes had come)",
+                        download.received
+                    )))
+                }
+            }
+        }
+        if progress_at.elapsed() > PATIENCE {
+            let received: Vec<String> =
+                downloads.iter().map(|download| mebibytes(download.received as u64)).collect();
+            return Err(broken(format!(
+                "{what} by {DOWNLOADERS} clients at once: no progress for {} s (each had {})",
+                PATIENCE.as_secs(),
+                received.join(", ")
+            )));
+        }
+    }
+    let took = started.elapsed();
+    let loaded = measured(resources::memory(pid))?;
+    let growth = loaded.peak.saturating_sub(at_rest.resident);
+    // Shown with `cargo test -p suite big_download -- --nocapture`: the measurement.
+    println!(
+        "{}: {DOWNLOADERS} downloads of {} at once in {}: peak memory {} over {} at rest",
+        server.chapter.name,
+        mebibytes(DOWNLOAD_BYTES as u64),
+        seconds(took),
+        mebibytes(growth),
+        mebibytes(at_rest.resident)
+    );
+    drop(downloads);
+    still_serves(&mut server, "four big downloads at once")?;
+    if growth >= DOWNLOAD_GROWTH_BOUND {
+        return Ok(Outcome::Lacks(format!(
+            "{DOWNLOADERS} clients downloading a {} file at once grew the server's memory by \
+             {} at its peak ({} at rest; the bound is {}): each holds much of the file",
+            mebibytes(DOWNLOAD_BYTES as u64),
+            mebibytes(growth),
+            mebibytes(at_rest.resident),
+            mebibytes(DOWNLOAD_GROWTH_BOUND)
+        )));
+    }
+    Ok(Outcome::Works)
+}
+// ANCHOR_END: big_download_memory

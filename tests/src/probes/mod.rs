@@ -33,8 +33,8 @@ use crate::chapters::Chapter;
 use crate::client::{show, Client, Ending, ReadError, Response};
 use crate::kernel;
 use crate::manifest::Capability::{
-    Basics, GracefulShutdown, IdleClient, KeepAlive, SleepAndUpstream, SlowDisk, SlowReader,
-    Slowloris, Timeouts,
+    Basics, BoundedDownload, GracefulShutdown, IdleClient, KeepAlive, SleepAndUpstream, SlowDisk,
+    SlowReader, Slowloris, Timeouts,
 };
 use crate::manifest::{self, Capability, Expect};
 use crate::server::{Options, Server};
@@ -90,6 +90,7 @@ pub const PROBES: &[Probe] = &[
     probe("files", Basics, routes::files),
     probe("big_file_intact", Basics, routes::big_file_intact),
     probe("path_traversal", Basics, routes::path_traversal),
+    probe("fifo_under_root", Basics, routes::fifo_under_root),
     probe("upstream_relay", Basics, routes::upstream_relay),
     probe("upstream_errors", Basics, routes::upstream_errors),
     probe("upstream_timeout", Basics, routes::upstream_timeout),
@@ -104,6 +105,7 @@ pub const PROBES: &[Probe] = &[
     probe("half_close", Basics, faults::half_close),
     probe("file_removed_mid_response", Basics, faults::file_removed_mid_response),
     probe("stray_signals", Basics, faults::stray_signals),
+    probe("closed_stderr", Basics, faults::closed_stderr),
     probe("descriptor_exhaustion", Basics, floods::descriptor_exhaustion),
     probe("pipelined_without_reading", Basics, floods::pipelined_without_reading),
     // One row each of the capability table.
@@ -114,21 +116,20 @@ pub const PROBES: &[Probe] = &[
     probe("keep_alive", KeepAlive, concurrency::keep_alive),
     probe("pipelining", KeepAlive, concurrency::pipelining),
     probe("graceful_shutdown", GracefulShutdown, concurrency::graceful_shutdown),
+    probe("prompt_shutdown", GracefulShutdown, concurrency::prompt_shutdown),
     probe("sleep_elsewhere", SleepAndUpstream, concurrency::sleep_elsewhere),
     probe("slow_upstream", SleepAndUpstream, concurrency::slow_upstream),
     probe("header_timeout", Timeouts, concurrency::header_timeout),
     probe("keep_alive_timeout", Timeouts, concurrency::keep_alive_timeout),
+    probe("send_timeout", Timeouts, concurrency::send_timeout),
     probe("slowloris", Slowloris, floods::slowloris),
     probe("slow_disk", SlowDisk, concurrency::slow_disk),
+    probe("big_download_memory", BoundedDownload, floods::big_download_memory),
 ];
 // ANCHOR_END: probes
 
 const fn probe(name: &'static str, capability: Capability, run: fn(&Target) -> Probed) -> Probe {
-    Probe {
-        name,
-        capability,
-        run,
-    }
+    Probe { name, capability, run }
 }
 
 /// The probe called `name`.
@@ -194,10 +195,7 @@ pub fn make_site(big: usize) -> Result<Site, Stop> {
 pub fn with_site(target: &Target, big: usize) -> Result<(Server, Site), Stop> {
     needs_own_server(target)?;
     let site = make_site(big)?;
-    let server = target.start(Options {
-        root: Some(site.root.clone()),
-        ..Options::default()
-    })?;
+    let server = target.start(Options { root: Some(site.root.clone()), ..Options::default() })?;
     Ok((server, site))
 }
 
@@ -207,10 +205,8 @@ pub fn with_upstream(target: &Target) -> Result<(Server, Upstream), Stop> {
     needs_own_server(target)?;
     let upstream =
         Upstream::start().map_err(|error| broken(format!("cannot start the upstream: {error}")))?;
-    let server = target.start(Options {
-        upstream: Some(upstream.address),
-        ..Options::default()
-    })?;
+    let server =
+        target.start(Options { upstream: Some(upstream.address), ..Options::default() })?;
     Ok((server, upstream))
 }
 
@@ -267,21 +263,17 @@ pub fn request_and_close(method: &str, path: &str) -> Vec<u8> {
 
 /// `POST path` with `body` and its `Content-Length`.
 pub fn post(path: &str, body: &[u8]) -> Vec<u8> {
-    let mut request = format!(
-        "POST {path} HTTP/1.1\r\nHost: suite\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
+    let mut request =
+        format!("POST {path} HTTP/1.1\r\nHost: suite\r\nContent-Length: {}\r\n\r\n", body.len())
+            .into_bytes();
     request.extend_from_slice(body);
     request
 }
 
 /// The first line of a request, to name it in messages.
 pub fn first_line(request: &[u8]) -> String {
-    let end = request
-        .iter()
-        .position(|&byte| byte == b'\r' || byte == b'\n')
-        .unwrap_or(request.len());
+    let end =
+        request.iter().position(|&byte| byte == b'\r' || byte == b'\n').unwrap_or(request.len());
     show(&request[..end.min(100)])
 }
 
@@ -299,9 +291,7 @@ pub fn connect(server: &Server) -> Result<Client, Stop> {
 
 /// Sends `request` (all of it) on `client`; a failure stops the probe, naming `what`.
 pub fn sending(client: &mut Client, request: &[u8], what: &str) -> Result<(), Stop> {
-    client
-        .send(request)
-        .map_err(|error| broken(format!("{what}: sending failed: {error}")))
+    client.send(request).map_err(|error| broken(format!("{what}: sending failed: {error}")))
 }
 
 /// Sends `request` on a new connection and reads the answer (see [`receive`]).
@@ -358,12 +348,8 @@ pub fn receive(
     let response = client
         .read_response(soon(), to_head_request)
         .map_err(|error| broken(format!("{what}: {error}{}", server.stderr_note())))?;
-    check_framing(&response, server, to_head_request).map_err(|error| {
-        broken(format!(
-            "{what}: answered {}, but {error}",
-            response.summary()
-        ))
-    })?;
+    check_framing(&response, server, to_head_request)
+        .map_err(|error| broken(format!("{what}: answered {}, but {error}", response.summary())))?;
     if response.says_close() {
         match client.wait_for_close(soon()) {
             Ending::Closed => {}
@@ -399,16 +385,12 @@ fn check_framing(
     match (response.header_count("server"), response.header("server")) {
         (1, Some(value)) if value == name => {}
         (count, value) => {
-            return Err(format!(
-                "its Server header is {value:?} ({count} of them), not {name:?}"
-            ))
+            return Err(format!("its Server header is {value:?} ({count} of them), not {name:?}"))
         }
     }
     let has_body = if to_head_request {
         // The body GET would send: its length is all HEAD shows of it.
-        response
-            .header("content-length")
-            .is_some_and(|length| length != "0")
+        response.header("content-length").is_some_and(|length| length != "0")
     } else {
         !response.body.is_empty()
     };
@@ -435,11 +417,7 @@ pub fn expect_status(response: &Response, allowed: &[u16], what: &str) -> Result
     check!(
         allowed.contains(&response.status),
         "{what}: expected {}, got {}",
-        allowed
-            .iter()
-            .map(u16::to_string)
-            .collect::<Vec<_>>()
-            .join(" or "),
+        allowed.iter().map(u16::to_string).collect::<Vec<_>>().join(" or "),
         response.summary()
     );
     Ok(())
@@ -474,21 +452,16 @@ pub enum Meanwhile {
 pub fn hello_meanwhile(server: &Server) -> Result<Meanwhile, Stop> {
     let mut client = connect(server)?;
     let sent = Instant::now();
-    sending(
-        &mut client,
-        &get("/hello"),
-        "GET /hello from another client",
-    )?;
+    sending(&mut client, &get("/hello"), "GET /hello from another client")?;
     match client.read_response(sent + PROMPTLY, false) {
         Ok(response) => {
             expect_status(&response, &[200], "GET /hello from another client")?;
             Ok(Meanwhile::Answered)
         }
         Err(ReadError::TimedOut { .. }) => Ok(Meanwhile::Waiting { client, sent }),
-        Err(error) => Err(broken(format!(
-            "GET /hello from another client: {error}{}",
-            server.stderr_note()
-        ))),
+        Err(error) => {
+            Err(broken(format!("GET /hello from another client: {error}{}", server.stderr_note())))
+        }
     }
 }
 // ANCHOR_END: meanwhile
@@ -497,12 +470,7 @@ pub fn hello_meanwhile(server: &Server) -> Result<Meanwhile, Stop> {
 /// what separates "waited its turn" (the expected limitation) from "the server is stuck".
 /// Returns how long it waited in all.
 pub fn finish_hello(server: &Server, mut client: Client, sent: Instant) -> Result<Duration, Stop> {
-    let response = receive(
-        &mut client,
-        server,
-        false,
-        "the GET /hello that had to wait",
-    )?;
+    let response = receive(&mut client, server, false, "the GET /hello that had to wait")?;
     expect_status(&response, &[200], "the GET /hello that had to wait")?;
     Ok(sent.elapsed())
 }
@@ -526,10 +494,7 @@ pub fn start_big_download(server: &Server, site: &Site) -> Result<(Client, usize
     let first = client
         .read_some(1024, Instant::now() + PATIENCE)
         .map_err(|error| broken(format!("{what}: {error}")))?;
-    check!(
-        first[..] == site.big[..first.len()],
-        "{what}: the body's first bytes are wrong"
-    );
+    check!(first[..] == site.big[..first.len()], "{what}: the body's first bytes are wrong");
     Ok((client, first.len()))
 }
 
@@ -540,10 +505,7 @@ pub fn drain(client: &mut Client, site: &Site, already: usize, what: &str) -> Re
         .read_body(site.big.len() - already, Instant::now() + 4 * PATIENCE)
         .map_err(|error| broken(format!("{what}: {error}")))?;
     if let Some(at) = first_difference(&site.big[already..], &rest) {
-        return Err(broken(format!(
-            "{what}: the body differs from byte {} on",
-            at + already
-        )));
+        return Err(broken(format!("{what}: the body differs from byte {} on", at + already)));
     }
     Ok(())
 }

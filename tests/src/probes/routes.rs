@@ -11,7 +11,7 @@ use super::{
     receive, request_and_close, seconds, sending, stats_value, still_serves, with_site,
     with_upstream, Launch, Meanwhile, Outcome, Probed, Stop, Target, HELLO, PATIENCE, PROMPTLY,
 };
-use crate::client::Response;
+use crate::client::{ReadError, Response};
 use crate::manifest::{self, Capability, Expect};
 use crate::server::{Options, Server};
 use crate::site::{self, first_difference};
@@ -36,18 +36,8 @@ pub fn index_page(target: &Target) -> Probed {
         "GET /: the page does not name the chapter ({})",
         server.chapter.name
     );
-    for route in [
-        "/hello",
-        "/sleep",
-        "/files/",
-        "/echo",
-        "/upstream/",
-        "/stats",
-    ] {
-        check!(
-            page.contains(route),
-            "GET /: the page does not mention {route}"
-        );
+    for route in ["/hello", "/sleep", "/files/", "/echo", "/upstream/", "/stats"] {
+        check!(page.contains(route), "GET /: the page does not mention {route}");
     }
     Ok(Outcome::Works)
 }
@@ -121,12 +111,9 @@ fn run_to_end(binary: &Path, args: &[&str]) -> Result<Ended, Stop> {
         thread::sleep(Duration::from_millis(10));
     }
     // It has ended, so its pipes are closed and hold all it wrote.
-    let output = child.wait_with_output().map_err(|error| {
-        broken(format!(
-            "reading what `{}` printed: {error}",
-            args.join(" ")
-        ))
-    })?;
+    let output = child
+        .wait_with_output()
+        .map_err(|error| broken(format!("reading what `{}` printed: {error}", args.join(" "))))?;
     Ok(Ended {
         code: output.status.code(),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -201,18 +188,10 @@ pub fn stats_route(target: &Target) -> Probed {
         content_type(&response)
     );
     let value = |key: &str| stats_value(&response, key);
-    for key in [
-        "connections_open",
-        "requests_served",
-        "loop_turns",
-        "timers_pending",
-        "jobs_queued",
-    ] {
-        check!(
-            value(key).is_some(),
-            "GET /stats: no `{key} N` line in {:?}",
-            response.text()
-        );
+    for key in
+        ["connections_open", "requests_served", "loop_turns", "timers_pending", "jobs_queued"]
+    {
+        check!(value(key).is_some(), "GET /stats: no `{key} N` line in {:?}", response.text());
     }
     check!(
         value("requests_served").unwrap_or(0) >= 1,
@@ -225,14 +204,7 @@ pub fn stats_route(target: &Target) -> Probed {
 /// length of numbers that changed), and no body at all.
 pub fn head_requests(target: &Target) -> Probed {
     let server = target.server()?;
-    for path in [
-        "/",
-        "/hello",
-        "/stats",
-        "/sleep?ms=1",
-        "/sleep?ms=x",
-        "/nowhere",
-    ] {
+    for path in ["/", "/hello", "/stats", "/sleep?ms=1", "/sleep?ms=x", "/nowhere"] {
         let got = exchange(&server, &request_and_close("GET", path))?;
         // `receive` checks that no body follows the head: the connection must end (we
         // asked it to) right after the head.
@@ -272,19 +244,8 @@ pub fn head_requests(target: &Target) -> Probed {
 
 pub fn not_found(target: &Target) -> Probed {
     let server = target.server()?;
-    for path in [
-        "/nowhere",
-        "/hello/",
-        "/HELLO",
-        "/files",
-        "/upstreamx",
-        "/stats/x",
-    ] {
-        expect_status(
-            &exchange(&server, &get(path))?,
-            &[404],
-            &format!("GET {path}"),
-        )?;
+    for path in ["/nowhere", "/hello/", "/HELLO", "/files", "/upstreamx", "/stats/x"] {
+        expect_status(&exchange(&server, &get(path))?, &[404], &format!("GET {path}"))?;
     }
     let request = b"OPTIONS * HTTP/1.1\r\nHost: suite\r\n\r\n";
     expect_status(&exchange(&server, request)?, &[404], "OPTIONS *")?;
@@ -318,10 +279,7 @@ pub fn method_not_allowed(target: &Target) -> Probed {
         let response = exchange(&server, &request_and_close(method, path))?;
         expect_status(&response, &[405], &what)?;
         let got = response.header("allow").unwrap_or_default();
-        check!(
-            methods(got) == methods(allow),
-            "{what}: Allow: {got:?}, expected {allow:?}"
-        );
+        check!(methods(got) == methods(allow), "{what}: Allow: {got:?}, expected {allow:?}");
     }
     Ok(Outcome::Works)
 }
@@ -358,11 +316,7 @@ pub fn echo(target: &Target) -> Probed {
 pub fn echo_needs_length(target: &Target) -> Probed {
     let server = target.server()?;
     let request = b"POST /echo HTTP/1.1\r\nHost: suite\r\n\r\n";
-    expect_status(
-        &exchange(&server, request)?,
-        &[411],
-        "POST /echo without Content-Length",
-    )?;
+    expect_status(&exchange(&server, request)?, &[411], "POST /echo without Content-Length")?;
     Ok(Outcome::Works)
 }
 
@@ -375,10 +329,7 @@ pub fn echo_too_large(target: &Target) -> Probed {
     let what = format!("POST /echo with Content-Length: {too_long} (no body sent)");
     let response = exchange(&server, head.as_bytes())?;
     expect_status(&response, &[413], &what)?;
-    check!(
-        response.says_close(),
-        "{what}: the 413 does not say Connection: close"
-    );
+    check!(response.says_close(), "{what}: the 413 does not say Connection: close");
 
     // The same with some of the body on its way: the answer must not wait for the rest.
     let mut client = connect(&server)?;
@@ -402,16 +353,8 @@ pub fn files(target: &Target) -> Probed {
         ("/files/sub/", "text/html", site::SUB_INDEX_HTML),
         ("/files/a%20b.txt", "text/plain", site::SPACED_TXT),
         ("/files/style.css", "text/css", "p { color: teal; }\n"),
-        (
-            "/files/data.json",
-            "application/json",
-            "{\"suite\": true}\n",
-        ),
-        (
-            "/files/notes.unknown",
-            "application/octet-stream",
-            "no known extension\n",
-        ),
+        ("/files/data.json", "application/json", "{\"suite\": true}\n"),
+        ("/files/notes.unknown", "application/octet-stream", "no known extension\n"),
     ];
     for (path, expected_type, contents) in found {
         let what = format!("GET {path}");
@@ -428,17 +371,8 @@ pub fn files(target: &Target) -> Probed {
             content_type(&response)
         );
     }
-    for path in [
-        "/files/missing.txt",
-        "/files/sub",
-        "/files/sub/missing/",
-        "/files/nope/",
-    ] {
-        expect_status(
-            &exchange(&server, &get(path))?,
-            &[404],
-            &format!("GET {path}"),
-        )?;
+    for path in ["/files/missing.txt", "/files/sub", "/files/sub/missing/", "/files/nope/"] {
+        expect_status(&exchange(&server, &get(path))?, &[404], &format!("GET {path}"))?;
     }
     let response = exchange(&server, &request_and_close("HEAD", "/files/hello.txt"))?;
     expect_status(&response, &[200], "HEAD /files/hello.txt")?;
@@ -462,6 +396,75 @@ pub fn big_file_intact(target: &Target) -> Probed {
              ({} bytes arrived)",
             response.body.len()
         )));
+    }
+    Ok(Outcome::Works)
+}
+
+/// How soon a request for a FIFO must be answered: at once, in fact; the margin is for a
+/// busy machine.
+const FIFO_PROMPTLY: Duration = Duration::from_secs(2);
+
+/// Files under the root that are not regular files are 404 (the contract), and asking for
+/// one must not block. Opening a FIFO for reading waits until some process opens it for
+/// writing, which here nobody ever will: a server that opens first and looks at what it
+/// opened afterwards hangs in `open` (chapters 1-5: the whole server; chapter 6: a pool
+/// worker, for good). So, with a FIFO in the root: `GET` and `HEAD /files/fifo.txt` are
+/// 404 within [`FIFO_PROMPTLY`], `/hello` is still answered, and a chapter with a
+/// graceful shutdown still exits 0 on SIGTERM (a worker stuck in `open` would hold up
+/// the exit).
+pub fn fifo_under_root(target: &Target) -> Probed {
+    let (mut server, site) = with_site(target, 0)?;
+    // std cannot make a FIFO, and the suite keeps to std: mkfifo(1) can.
+    let fifo = site.root.join("fifo.txt");
+    match Command::new("mkfifo").arg(&fifo).status() {
+        Ok(status) if status.success() => {}
+        Ok(status) => return Err(broken(format!("`mkfifo {}` failed: {status}", fifo.display()))),
+        Err(_) => return Err(Stop::Skipped("needs mkfifo(1) to make a FIFO, and found none")),
+    }
+    for method in ["GET", "HEAD"] {
+        let what = format!("{method} /files/fifo.txt (a FIFO under the root)");
+        let mut client = connect(&server)?;
+        sending(&mut client, &request_and_close(method, "/files/fifo.txt"), &what)?;
+        let sent = Instant::now();
+        match client.wait_for_bytes(sent + FIFO_PROMPTLY) {
+            Ok(()) => {}
+            Err(ReadError::TimedOut { .. }) => {
+                return Err(broken(format!(
+                    "{what}: no answer within {}; did opening it wait for a writer that never \
+                     comes?",
+                    seconds(FIFO_PROMPTLY)
+                )))
+            }
+            Err(error) => {
+                return Err(broken(format!(
+                    "{what}: {error} (no response){}",
+                    server.stderr_note()
+                )))
+            }
+        }
+        let response = receive(&mut client, &server, method == "HEAD", &what)?;
+        expect_status(&response, &[404], &what)?;
+    }
+    still_serves(&mut server, "requests for a FIFO under the root")?;
+
+    if manifest::expectation(Capability::GracefulShutdown, target.chapter) != Expect::Yes {
+        return Ok(Outcome::Works);
+    }
+    server.signal("TERM").map_err(broken)?;
+    match server.wait_for_exit(Instant::now() + PATIENCE) {
+        Some(status) => check!(
+            status.code() == Some(0),
+            "after requests for a FIFO, SIGTERM ended the process with {status}, expected \
+             exit status 0{}",
+            server.stderr_note()
+        ),
+        None => {
+            return Err(broken(format!(
+                "after requests for a FIFO, the process was still running {} s after SIGTERM \
+                 (a thread stuck opening the FIFO?)",
+                PATIENCE.as_secs()
+            )))
+        }
     }
     Ok(Outcome::Works)
 }
@@ -507,14 +510,9 @@ pub fn path_traversal(target: &Target) -> Probed {
     for request in &requests {
         let what = first_line(request);
         let response = exchange(&server, request)?;
-        let leaked = response
-            .body
-            .windows(site.secret.len())
-            .any(|window| window == site.secret.as_bytes());
-        check!(
-            !leaked,
-            "{what}: the response contains the secret from outside the root!"
-        );
+        let leaked =
+            response.body.windows(site.secret.len()).any(|window| window == site.secret.as_bytes());
+        check!(!leaked, "{what}: the response contains the secret from outside the root!");
         check!(
             (400..500).contains(&response.status),
             "{what}: expected a 4xx, got {}",
@@ -530,11 +528,7 @@ pub fn upstream_relay(target: &Target) -> Probed {
     let (server, upstream) = with_upstream(target)?;
     let cases = [
         ("/upstream/teapot", 418, upstream::TEAPOT.to_string()),
-        (
-            "/upstream/target?x=1&y=2",
-            200,
-            "/target?x=1&y=2\n".to_string(),
-        ),
+        ("/upstream/target?x=1&y=2", 200, "/target?x=1&y=2\n".to_string()),
         ("/upstream/until-close", 200, upstream::HELLO.to_string()),
         ("/upstream/", 200, upstream::HELLO.to_string()),
         // `100 Continue` first: an interim answer, to skip; the 200 after it is the answer.
@@ -556,8 +550,7 @@ pub fn upstream_relay(target: &Target) -> Probed {
         seen.push(line);
     }
     check!(
-        seen.iter()
-            .any(|line| line == "GET /target?x=1&y=2 HTTP/1.1"),
+        seen.iter().any(|line| line == "GET /target?x=1&y=2 HTTP/1.1"),
         "the upstream was never asked for `GET /target?x=1&y=2 HTTP/1.1`; it saw {seen:?}"
     );
     let response = exchange(&server, &request_and_close("HEAD", "/upstream/teapot"))?;
@@ -631,10 +624,7 @@ pub fn upstream_errors(target: &Target) -> Probed {
 
     let refusing = upstream::refusing_address()
         .map_err(|error| broken(format!("cannot find a closed port: {error}")))?;
-    let server = target.start(Options {
-        upstream: Some(refusing),
-        ..Options::default()
-    })?;
+    let server = target.start(Options { upstream: Some(refusing), ..Options::default() })?;
     expect_status(
         &exchange(&server, &get("/upstream/hello"))?,
         &[502],

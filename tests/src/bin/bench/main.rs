@@ -279,7 +279,7 @@ fn run(options: &Options, args: &[String]) -> Result<(), String> {
             options
                 .scenarios
                 .as_ref()
-                .map_or(true, |ids| ids.iter().any(|id| id == scenario.id))
+                .is_none_or(|ids| ids.iter().any(|id| id == scenario.id))
         })
         .collect();
     let (rounds, seconds) = plan(options, scenarios.len() * servers.len());

@@ -1,0 +1,439 @@
+//! One client, remembered between turns of the loop.
+//!
+//! A blocking server keeps a client's progress on the stack: it sits inside `read` until
+//! the request is in. A non-blocking server returns to `poll` after every step, so the
+//! progress must live somewhere else: here. A `Connection` holds the bytes received so far,
+//! the bytes still to send, and which of these states it is in:
+//!
+//! ```text
+//!   Reading ──last request answered──▶ Writing ──all sent──▶ Lingering ──client closed──▶ Done
+//!    │    ▲                                                                               ▲
+//!    └────┘ keep-alive: answer each request (pipelined ones in order), read the next      │
+//!   client left, error, reset: any state goes straight to Done ───────────────────────────┘
+//! ```
+//!
+//! Since chapter 3: the event loop calls the connection (the `Handler` impl at the end),
+//! and a connection serves many requests: HTTP/1.1 keeps it open unless a request says
+//! `Connection: close`, and a client may send several requests without waiting for the
+//! answers ("pipelining"). They are answered in order.
+//!
+//! New in chapter 4, time. A request may wait (`/sleep`, `/upstream/`), with the ones
+//! pipelined behind it, for its answer to come through [`Connection::answer`]. And a
+//! client has only so long to make its move (see `deadline`).
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::time::Instant;
+
+use shared::args::Config;
+use shared::http::{self, response::Framing, Parse, Response};
+use shared::trace;
+
+use crate::event_loop::{EventLoop, Handler, Interest, Token};
+use crate::fs::Chunk;
+use crate::timers::TimerId;
+use crate::{Effect, Reply, Server};
+
+mod download;
+use download::Download;
+
+/// How much a lingering connection may send us before we stop being polite and close.
+const MAX_DISCARD: usize = 1024 * 1024;
+
+/// Unsent output above which we stop reading and answering this client (backpressure).
+const MAX_PENDING_OUTPUT: usize = 1024 * 1024;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Taking requests. Answers to them are sent as they are ready, meanwhile.
+    Reading,
+    /// The last response is ready; sending it as fast as the client takes it.
+    Writing,
+    /// Response sent and our side shut; waiting for the client to close its side.
+    Lingering,
+    /// Finished: the loop drops it, which closes the socket.
+    Done,
+}
+
+pub struct Connection {
+    pub stream: TcpStream,
+    /// Bytes received and not yet parsed into a request.
+    received: Vec<u8>,
+    /// The response, and how much of it the kernel has accepted so far.
+    out: Vec<u8>,
+    written: usize,
+    state: State,
+    /// The client shut its sending side (we read end-of-file).
+    peer_closed: bool,
+    /// Bytes thrown away after the request (see `read_request`).
+    discarded: usize,
+    /// A request whose answer comes later, and how to frame that answer.
+    waiting: Option<(Effect, Framing)>,
+    /// When the client's clock started: at connect, or when we last gave it output, or it
+    /// last took some. Its timeouts count from here (see `deadline`).
+    since: Instant,
+    /// The timer that enforces the deadline, and when it fires.
+    deadline_timer: Option<(Instant, TimerId)>,
+    /// New in chapter 6: a file on its way, a chunk at a time.
+    download: Option<Download>,
+}
+
+impl Connection {
+    pub fn new(stream: TcpStream) -> Connection {
+        Connection {
+            stream,
+            received: Vec::new(),
+            out: Vec::new(),
+            written: 0,
+            state: State::Reading,
+            peer_closed: false,
+            discarded: 0,
+            waiting: None,
+            since: Instant::now(),
+            deadline_timer: None,
+            download: None,
+        }
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.state == State::Done
+    }
+
+    fn pending_output(&self) -> usize {
+        self.out.len() - self.written
+    }
+
+    /// What the loop should watch for on this socket.
+    pub fn interest(&self) -> Interest {
+        let mut interest = Interest::NONE;
+        // Readable, always: that is also how we learn that a client went away. Except
+        // after end-of-file, which stays "readable" forever and would make `poll` return
+        // at once on every turn, a busy loop. And except while much output waits: not
+        // reading pushes back on a client that sends requests but never reads the answers.
+        // The same while a request waits and many more queue up behind it, unparsed.
+        let busy = self.waiting.is_some() || self.download.is_some();
+        let queue_full = busy && self.received.len() > MAX_PENDING_OUTPUT;
+        if !self.peer_closed && self.pending_output() <= MAX_PENDING_OUTPUT && !queue_full {
+            interest.readable = true;
+        }
+        // Writable only while we have something to write. A socket has room to write
+        // almost all the time, so asking always would also wake us on every turn.
+        if self.pending_output() > 0 {
+            interest.writable = true;
+        }
+        interest
+    }
+
+    /// The socket has bytes for us (or end-of-file). Read once: `poll` is level-triggered,
+    /// so if more is waiting it will simply report the socket again on the next turn.
+    fn read_request(&mut self) {
+        let mut chunk = [0u8; 16 * 1024];
+        let count = match self.stream.read(&mut chunk) {
+            Ok(count) => count,
+            // Nothing there after all, or a signal interrupted us: try again next turn.
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                ) =>
+            {
+                return
+            }
+            Err(error) => {
+                trace!("fd {}: read failed: {error}", self.fd());
+                self.state = State::Done;
+                return;
+            }
+        };
+        trace!("fd {}: read {count} bytes", self.fd());
+        if count == 0 {
+            self.peer_closed = true;
+            // A client may shut its side right after sending its request and still wait
+            // for the answer (a "half-close"): only a lingering connection is finished here.
+            if self.state == State::Lingering {
+                self.state = State::Done;
+            }
+            return;
+        }
+        if self.state != State::Reading {
+            // The last request is answered, so anything after it is thrown away, up to a
+            // limit, rather than stored: a client that keeps sending must not make us use
+            // more and more memory.
+            self.discarded += count;
+            if self.discarded > MAX_DISCARD {
+                self.state = State::Done;
+            }
+            return;
+        }
+        self.received.extend_from_slice(&chunk[..count]);
+    }
+
+    // ANCHOR: try_respond
+    /// Answers every whole request received so far, in order, and starts sending. Pipelined
+    /// requests that arrived together get their answers in one `write`, usually.
+    fn try_respond(
+        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
+    ) {
+        let mut start = 0; // where the next unanswered request begins in `received`
+        while self.state == State::Reading
+            && self.waiting.is_none()
+            && self.download.is_none()
+            && self.pending_output() <= MAX_PENDING_OUTPUT
+        {
+            match http::parse(&self.received[start..]) {
+                Parse::Complete { request, consumed } => {
+                    start += consumed;
+                    let framing = Framing::for_request(&request);
+                    match super::run_app(&request, event_loop, token, server) {
+                        Reply::Now(response) => self.respond(&response, framing, server),
+                        // The answer comes later, through `answer`. Until then this request
+                        // keeps its place in line: the ones pipelined behind it stay in
+                        // `received`, so that the answers still go out in order.
+                        Reply::Later(effect) => self.waiting = Some((effect, framing)),
+                    }
+                }
+                // After a framing error we cannot tell where a next request would begin,
+                // so everything after it goes: answer, then close.
+                Parse::Invalid(error) => {
+                    start = self.received.len();
+                    self.respond(&Response::from_parse_error(error), Framing::CLOSE, server);
+                }
+                Parse::Incomplete => break, // wait for more bytes
+            }
+        }
+        // Forget the answered requests; the rest waits for more bytes, or for the client to
+        // take the output piled up.
+        self.received.drain(..start);
+        // Try at once instead of waiting a turn: usually the whole response fits in the
+        // socket's send buffer and we are done without ever asking for writable.
+        self.send();
+    }
+
+    /// Adds the answer to one request to the output.
+    fn respond(&mut self, response: &Response, mut framing: Framing, server: &mut Server) {
+        // Keep the connection if the client wants to (HTTP/1.1 unless it said
+        // `Connection: close`; HTTP/1.0 only if it said `keep-alive`), the response allows
+        // it (not an answer to a bad request), and we are not shutting down.
+        framing.keep_alive &= !response.close && server.shutdown_deadline.is_none();
+        // The `Date` is formatted once a second (see `refresh_date`), not per response.
+        let (name, date) = (server.config.chapter, &server.date);
+        http::response::write_response(&mut self.out, response, &framing, name, date);
+        server.requests_served += 1;
+        self.since = Instant::now(); // the client's clock starts again: it has output to take
+        if !framing.keep_alive {
+            self.state = State::Writing; // the last response: send it, then close
+        }
+    }
+    // ANCHOR_END: try_respond
+
+    /// Sends as much of the output as the kernel will take.
+    fn send(&mut self) {
+        while self.written < self.out.len() {
+            match self.stream.write(&self.out[self.written..]) {
+                // A partial write is normal: the kernel took what fit. Loop for the rest.
+                Ok(count) if count > 0 => {
+                    self.written += count;
+                    self.since = Instant::now(); // it took some: its send timeout restarts
+                }
+                Ok(_) => {
+                    self.state = State::Done;
+                    return;
+                }
+                // The send buffer is full: the client reads slower than we write. Stop
+                // here; the loop calls `on_writable` when there is room again.
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => return,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                Err(error) => {
+                    // EPIPE or ECONNRESET: the client went away mid-response.
+                    trace!("fd {}: write failed: {error}", self.fd());
+                    self.state = State::Done;
+                    return;
+                }
+            }
+        }
+        if !self.out.is_empty() {
+            trace!("fd {}: response sent ({} bytes)", self.fd(), self.out.len());
+            // Keep the buffer for the next response, but not the megabytes of a big file.
+            self.out.clear();
+            self.out.shrink_to(64 * 1024);
+            self.written = 0;
+        }
+        if self.state == State::Writing {
+            self.start_lingering();
+        }
+    }
+
+    /// Closes without losing the response. Closing while the client still has bytes on
+    /// their way to us (a pipelined request, the rest of a rejected body) makes the kernel
+    /// send a reset, which can destroy the response before the client has read it. So we
+    /// shut our sending side, wait for the client to close its side (reading and throwing
+    /// away whatever still comes), and only then close. nginx calls this a lingering close.
+    fn start_lingering(&mut self) {
+        let _ = self.stream.shutdown(Shutdown::Write);
+        self.state = if self.peer_closed { State::Done } else { State::Lingering };
+    }
+
+    // ANCHOR: after_event
+    /// After every callback: finish, or tell the loop what to wait for next.
+    pub fn after_event(
+        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
+    ) {
+        // Nothing left to answer or send. Finish if the client shut its side (no request
+        // can come), or if we are shutting down and no request has begun. (A client that
+        // shuts its side while a request waits gets its answer first: it may have only
+        // half-closed. If it left, writing the answer fails, and that ends it.)
+        let no_more =
+            self.peer_closed || (server.shutdown_deadline.is_some() && self.received.is_empty());
+        if self.state == State::Reading
+            && self.waiting.is_none()
+            && self.download.is_none()
+            && self.pending_output() == 0
+            && no_more
+        {
+            self.state = State::Done;
+        }
+        if self.is_done() {
+            event_loop.deregister(token, server); // we are dropped once this callback returns
+            return;
+        }
+        event_loop.set_interest(token, self.interest());
+        self.read_more(event_loop, token, server); // new in chapter 6: see `download.rs`
+                                                   // Arm the deadline timer if the deadline is now earlier than the timer. (A timer
+                                                   // that fires early, because the deadline moved later, just checks and re-arms.)
+        let Some(deadline) = self.deadline(&server.config) else {
+            return;
+        };
+        if self.deadline_timer.is_some_and(|(armed, _)| armed <= deadline) {
+            return;
+        }
+        if let Some((_, timer)) = self.deadline_timer.take() {
+            event_loop.cancel_timer(timer);
+        }
+        let delay = deadline.saturating_duration_since(Instant::now());
+        let timer = event_loop.add_timer(delay, move |event_loop, server| {
+            event_loop.with_handler(token, server, Connection::on_deadline)
+        });
+        self.deadline_timer = Some((deadline, timer));
+    }
+    // ANCHOR_END: after_event
+
+    // ANCHOR: deadline
+    /// When this client runs out of time. `None` while a request waits for its answer:
+    /// that time is ours, not the client's.
+    fn deadline(&self, config: &Config) -> Option<Instant> {
+        let limit = if self.waiting.is_some() || (self.reading_file() && self.pending_output() == 0)
+        {
+            return None;
+        } else if self.pending_output() > 0 {
+            config.send_timeout // it must take our output
+        } else if self.received.is_empty() {
+            // Idle: no request begun. On a new connection the header timeout applies, on a
+            // kept-alive one the keep-alive timeout; either way, the shorter one will do.
+            config.keep_alive_timeout.min(config.header_timeout)
+        } else {
+            config.header_timeout // a request begun must be whole in time
+        };
+        Some(self.since + limit)
+    }
+
+    /// The deadline timer fired (from `after_event`'s timer job).
+    fn on_deadline(
+        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
+    ) {
+        self.deadline_timer = None;
+        if self.deadline(&server.config).is_some_and(|deadline| deadline <= Instant::now()) {
+            trace!("fd {}: out of time", self.fd());
+            if self.state == State::Reading
+                && self.pending_output() == 0
+                && !self.received.is_empty()
+            {
+                // A request head begun and never finished (slowloris): say so, then close.
+                let timeout = Response { close: true, ..Response::error(408, "too slow") };
+                self.respond(&timeout, Framing::CLOSE, server);
+            } else {
+                self.state = State::Done;
+            }
+        }
+        self.after_event(event_loop, token, server);
+    }
+    // ANCHOR_END: deadline
+
+    /// Hands the late answer (from a timer, the upstream) to the connection `token`, for
+    /// the request that was `waiting`, if the connection is still open.
+    /// New in chapter 6: a file's head comes with its `first` chunk; the rest follows.
+    pub fn answer(
+        event_loop: &mut EventLoop<Server>, server: &mut Server, token: Token, response: Response,
+        first: Option<Chunk>,
+    ) {
+        event_loop.with_handler(
+            token,
+            server,
+            |connection: &mut Connection, event_loop, token, server| {
+                let Some((effect, framing)) = connection.waiting.take() else {
+                    return;
+                };
+                effect.cancel(event_loop, server); // what is left of it: the upstream's 504 timer, say
+                connection.respond(&response, framing, server);
+                if let Some(chunk) = first.filter(|_| !framing.head_only) {
+                    connection.start_download(chunk);
+                }
+                connection.try_respond(event_loop, token, server); // the requests queued behind it
+                connection.after_event(event_loop, token, server);
+            },
+        );
+    }
+
+    fn fd(&self) -> i32 {
+        self.stream.as_raw_fd()
+    }
+}
+
+// ANCHOR: callbacks
+/// How the event loop drives a connection.
+impl Handler<Server> for Connection {
+    fn on_readable(
+        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
+    ) {
+        self.read_request();
+        self.try_respond(event_loop, token, server);
+        self.after_event(event_loop, token, server);
+    }
+
+    fn on_writable(
+        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
+    ) {
+        // Sends first; then answers requests held back while output piled up.
+        self.send();
+        self.try_respond(event_loop, token, server);
+        self.after_event(event_loop, token, server);
+    }
+
+    fn on_close(&mut self, event_loop: &mut EventLoop<Server>, _: Token, server: &mut Server) {
+        trace!("fd {}: closed", self.fd());
+        // Stop whatever still works for us: the deadline timer, a `/sleep` or an upstream.
+        if let Some((_, timer)) = self.deadline_timer.take() {
+            event_loop.cancel_timer(timer);
+        }
+        if let Some((effect, _)) = self.waiting.take() {
+            effect.cancel(event_loop, server);
+        }
+        server.connection_closed(event_loop);
+    }
+
+    /// Waiting for a request, with nothing half-received, pending or to send.
+    fn is_idle(&self) -> bool {
+        self.state == State::Reading
+            && self.received.is_empty()
+            && self.waiting.is_none()
+            && self.download.is_none()
+            && self.pending_output() == 0
+    }
+}
+
+impl AsFd for Connection {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.stream.as_fd()
+    }
+}
+// ANCHOR_END: callbacks

@@ -1,0 +1,84 @@
+//! New in chapter 6: a file sent a chunk at a time, each read on the thread pool when the
+//! client has taken most of the last (see `fs.rs`). A download holds about one chunk in
+//! memory, whatever the file's size.
+
+use std::fs::File;
+
+use shared::files;
+
+use super::{Connection, State};
+use crate::event_loop::{EventLoop, Token};
+use crate::fs::Chunk;
+use crate::promise::Outcome;
+use crate::Server;
+
+/// What is left of a file to send: how many bytes, of how many, and the file to read them
+/// from (`None` while its next chunk is being read on the pool).
+pub struct Download {
+    left: u64,
+    length: u64,
+    file: Option<File>,
+}
+
+impl Connection {
+    /// The head has gone into the output; its body begins with `first`.
+    pub(super) fn start_download(&mut self, first: Chunk) {
+        let length = first.length;
+        self.download = Some(Download { left: length, length, file: None });
+        self.add_chunk(first);
+    }
+
+    /// Once the client has taken most of the last chunk, reads the next one.
+    pub(super) fn read_more(
+        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
+    ) {
+        if self.pending_output() >= files::CHUNK {
+            return;
+        }
+        let Some(download) = self.download.as_mut() else { return };
+        let Some(file) = download.file.take() else { return }; // being read already
+        let next = server.files.read(event_loop, file, download.length);
+        next.on_settled(move |outcome, event_loop, server| {
+            event_loop.with_handler(token, server, |connection: &mut Connection, l, t, s| {
+                connection.next_chunk(outcome, l, t, s)
+            })
+        });
+    }
+
+    /// The next chunk has been read (from `read_more`'s promise).
+    fn next_chunk(
+        &mut self, outcome: Outcome<Chunk>, event_loop: &mut EventLoop<Server>, token: Token,
+        server: &mut Server,
+    ) {
+        match outcome {
+            Ok(chunk) => self.add_chunk(chunk),
+            // The head went out long ago: all we can do for a read error is stop short.
+            Err(_) => self.state = State::Done,
+        }
+        self.send();
+        self.try_respond(event_loop, token, server); // the requests queued behind the file
+        self.after_event(event_loop, token, server);
+    }
+
+    /// Appends a chunk to the output, and keeps the file if more is left to send.
+    fn add_chunk(&mut self, Chunk { mut bytes, file, .. }: Chunk) {
+        let Some(mut download) = self.download.take() else { return };
+        bytes.truncate(download.left as usize); // the file may have grown: send what we said
+        if bytes.is_empty() {
+            // It shrank: we cannot send the length we said. Closing is the only honest end.
+            self.state = State::Done;
+            return;
+        }
+        self.out.extend_from_slice(&bytes);
+        download.left -= bytes.len() as u64;
+        if download.left > 0 {
+            download.file = Some(file);
+            self.download = Some(download);
+        }
+    }
+
+    /// Waiting for the disk, with nothing for the client to take: our time, not its.
+    pub(super) fn reading_file(&self) -> bool {
+        self.download.as_ref().is_some_and(|download| download.file.is_none())
+    }
+}

@@ -1,0 +1,104 @@
+//! The part of the loop that talks to the kernel, the Linux way: `epoll(7)`. New in
+//! chapter 7.
+//!
+//! `poll` hands the kernel the whole list of sockets on every turn, and the kernel walks
+//! all of it, so a turn costs time in proportion to every open connection, busy or not:
+//! ten thousand idle clients make every `/hello` slow. epoll keeps the list in the kernel
+//! instead. We tell it once when a socket comes, changes what it waits for, or goes
+//! (`epoll_ctl`), and `epoll_wait` hands back only the sockets that are ready: a turn
+//! costs time in proportion to what is ready. (macOS and the BSDs have the same idea as
+//! `kqueue`; this chapter and the next two are Linux-only for it.)
+//!
+//! Level-triggered, as `poll` is and as our callbacks expect: a socket with bytes left
+//! unread is reported again on the next turn, so a callback may read less than all of
+//! it. (Edge-triggered epoll reports only changes; see the book for what that asks.)
+
+use std::io;
+use std::os::fd::BorrowedFd;
+use std::time::Duration;
+
+use nix::errno::Errno;
+use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags};
+
+use shared::trace;
+
+use crate::event_loop::{Event, Interest, Poller, Token};
+use crate::poll_backend::milliseconds;
+
+// ANCHOR: epoll
+pub struct EpollBackend {
+    epoll: Epoll,
+    /// Where `epoll_wait` puts what is ready: at most this many per turn; the rest wait for
+    /// the next (level-triggered, they are reported again).
+    ready: Vec<EpollEvent>,
+}
+
+impl EpollBackend {
+    pub fn new() -> io::Result<EpollBackend> {
+        let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?;
+        Ok(EpollBackend { epoll, ready: vec![EpollEvent::empty(); 1024] })
+    }
+}
+
+/// What to ask epoll for. The token rides along as the event's data, as mio does: epoll
+/// hands it back with every event, so we need no table from descriptors to tokens.
+fn event(token: Token, interest: Interest) -> EpollEvent {
+    let mut flags = EpollFlags::empty();
+    flags.set(EpollFlags::EPOLLIN, interest.readable);
+    flags.set(EpollFlags::EPOLLOUT, interest.writable);
+    EpollEvent::new(flags, token.0)
+}
+
+impl Poller for EpollBackend {
+    fn add(&mut self, fd: BorrowedFd, token: Token, interest: Interest) -> io::Result<()> {
+        if interest == Interest::NONE {
+            return Ok(()); // see `modify`
+        }
+        Ok(self.epoll.add(fd, event(token, interest))?)
+    }
+
+    fn modify(&mut self, fd: BorrowedFd, token: Token, interest: Interest) -> io::Result<()> {
+        // Waiting for nothing: out of the list. Asking epoll for no events is not enough,
+        // since errors and hang-ups are reported even then (as with `poll`).
+        if interest == Interest::NONE {
+            return self.delete(fd);
+        }
+        match self.epoll.modify(fd, &mut event(token, interest)) {
+            Err(Errno::ENOENT) => Ok(self.epoll.add(fd, event(token, interest))?), // back in
+            other => Ok(other?),
+        }
+    }
+
+    fn delete(&mut self, fd: BorrowedFd) -> io::Result<()> {
+        match self.epoll.delete(fd) {
+            Ok(()) | Err(Errno::ENOENT) => Ok(()), // not in the list: waiting for nothing
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// The loop's list of registrations (`_watched`) is not needed: the kernel has its own.
+    fn wait(
+        &mut self, _watched: &mut dyn Iterator<Item = (Token, BorrowedFd<'_>, Interest)>,
+        timeout: Option<Duration>,
+    ) -> io::Result<Vec<Event>> {
+        trace!("epoll: waiting, timeout {timeout:?}");
+        let count = self.epoll.wait(&mut self.ready, milliseconds(timeout))?;
+        trace!("epoll: {count} ready");
+        let events = self.ready[..count].iter().map(|ready| {
+            let flags = ready.events();
+            // An error or hang-up is both readable and writable, as in `poll_backend.rs`.
+            let failed = flags.intersects(EpollFlags::EPOLLERR | EpollFlags::EPOLLHUP);
+            Event {
+                token: Token(ready.data()),
+                readable: failed || flags.contains(EpollFlags::EPOLLIN),
+                writable: failed || flags.contains(EpollFlags::EPOLLOUT),
+            }
+        });
+        Ok(events.collect())
+    }
+}
+// ANCHOR_END: epoll
+
+#[cfg(test)]
+#[path = "epoll_backend_tests.rs"]
+mod tests;

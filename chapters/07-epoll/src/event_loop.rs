@@ -1,0 +1,386 @@
+//! The event loop: "call me back when this socket is ready", the way Redis has `ae.c`.
+//!
+//! - [`EventLoop::register`] takes a [`Handler`] (an object that owns a socket and has
+//!   callbacks) and an [`Interest`] (readable, writable, both), and returns a [`Token`].
+//! - [`EventLoop::set_interest`] changes what to wait for; [`EventLoop::deregister`] ends
+//!   the registration, which drops the handler and so closes its socket.
+//! - [`EventLoop::add_timer`] runs a job after a delay; [`EventLoop::cancel_timer`] stops
+//!   it. Since chapter 4 the loop waits for time as well as for sockets (`timers.rs`).
+//! - New in chapter 5, the ready queue: jobs that are ready to run, put there by promises
+//!   when they settle (`promise.rs`), and run once a turn.
+//! - New in chapter 7, the kernel's side of the loop is a [`Poller`], one per mechanism:
+//!   `epoll_backend.rs` (the default) or `poll_backend.rs` (`--backend poll`).
+//! - [`EventLoop::turn`] waits in the poller, then runs the callback
+//!   of each socket that is ready, the timers that are due and the ready jobs, like
+//!   Redis's `aeProcessEvents`. `main` calls it in a loop.
+
+use std::any::Any;
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::panic::{self, AssertUnwindSafe};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use shared::args::Backend;
+use shared::{log, trace};
+
+use crate::epoll_backend::EpollBackend;
+use crate::poll_backend::PollBackend;
+use crate::timers::{TimerId, Timers};
+
+/// Names one registration. Tokens are never reused, so an old token can never name a newer
+/// registration by mistake: it names nothing. (mio calls it the same.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Token(pub u64);
+
+/// What a registration waits for: the two questions `poll` answers, "may I read without
+/// waiting?" and "may I write without waiting?".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Interest {
+    pub readable: bool,
+    pub writable: bool,
+}
+
+impl Interest {
+    /// Wait for nothing for now; the registration stays.
+    pub const NONE: Interest = Interest { readable: false, writable: false };
+    pub const READABLE: Interest = Interest { readable: true, writable: false };
+}
+
+// ANCHOR: handler
+/// What the loop calls back. A handler owns its socket and lends it to the loop (`AsFd`).
+/// `S` is the program's state (counters, configuration...), lent to every callback along
+/// with the loop itself: a callback must be able to change the loop (register the client
+/// it just accepted, deregister itself) while the loop is calling it, and a handler that
+/// *stored* `&mut EventLoop` would be a second mutable borrow of the loop that owns it.
+pub trait Handler<S>: AsFd + Any {
+    /// The socket can be read without waiting: data, end-of-file, or an error.
+    fn on_readable(&mut self, event_loop: &mut EventLoop<S>, token: Token, state: &mut S);
+
+    /// The socket can be written without waiting (or has failed). Only called while the
+    /// interest includes `writable`.
+    fn on_writable(&mut self, _: &mut EventLoop<S>, _: Token, _: &mut S) {}
+
+    /// The registration has ended: deregistered, or its callback panicked. The last call
+    /// before the handler is dropped: the one place to tidy up what it left in `state`.
+    fn on_close(&mut self, _: &mut EventLoop<S>, _: Token, _: &mut S) {}
+
+    /// Is it waiting for a new request, with nothing in flight? (See `close_idle`.)
+    fn is_idle(&self) -> bool {
+        false
+    }
+}
+// ANCHOR_END: handler
+
+// ANCHOR: poller
+/// One thing the kernel reported: this registration is ready to read and/or to write.
+pub struct Event {
+    pub token: Token,
+    pub readable: bool,
+    pub writable: bool,
+}
+
+/// New in chapter 7: the kernel's side of the loop, one implementation per mechanism, as
+/// Redis has `ae_epoll.c` and `ae_select.c` behind the same four functions. A mechanism
+/// that keeps its list of sockets in the kernel (epoll) is told when a registration
+/// comes, changes or goes; one that is handed the whole list on every wait (poll) needs
+/// nothing, which is what these three do unless a backend says otherwise.
+pub trait Poller {
+    fn add(&mut self, _fd: BorrowedFd, _token: Token, _interest: Interest) -> io::Result<()> {
+        Ok(())
+    }
+    fn modify(&mut self, _fd: BorrowedFd, _token: Token, _interest: Interest) -> io::Result<()> {
+        Ok(())
+    }
+    fn delete(&mut self, _fd: BorrowedFd) -> io::Result<()> {
+        Ok(())
+    }
+    /// Waits until something is ready or `timeout` passes. `watched` is the loop's whole
+    /// list of registrations, for a mechanism that needs it on every wait.
+    fn wait(
+        &mut self, watched: &mut dyn Iterator<Item = (Token, BorrowedFd<'_>, Interest)>,
+        timeout: Option<Duration>,
+    ) -> io::Result<Vec<Event>>;
+}
+// ANCHOR_END: poller
+
+/// One registered handler.
+struct Registration<S> {
+    interest: Interest,
+    /// What the poller was last told (see `sync`).
+    told: Interest,
+    /// `None` while its own callback runs (see `call`).
+    handler: Option<Box<dyn Handler<S>>>,
+}
+
+pub struct EventLoop<S> {
+    poller: Box<dyn Poller>,
+    registrations: HashMap<Token, Registration<S>>,
+    /// The token the next registration gets.
+    next_token: u64,
+    timers: Timers<Job<S>>,
+    /// Jobs ready to run on the next turn. Promises hold it too (see `ready_queue`).
+    ready: ReadyQueue<S>,
+    turns: u64,
+}
+
+/// Work the loop runs later (a timer's job, a promise's next step), with the loop and the
+/// state lent to it.
+pub type Job<S> = Box<dyn FnOnce(&mut EventLoop<S>, &mut S)>;
+
+/// The ready queue, shared by the loop and the promises that add to it.
+pub type ReadyQueue<S> = Rc<RefCell<VecDeque<Job<S>>>>;
+
+impl<S: 'static> EventLoop<S> {
+    pub fn new(backend: Backend) -> io::Result<EventLoop<S>> {
+        let poller: Box<dyn Poller> = match backend {
+            Backend::Epoll => Box::new(EpollBackend::new()?),
+            Backend::Poll => Box::new(PollBackend),
+        };
+        trace!("backend: {}", backend.name());
+        Ok(EventLoop {
+            poller,
+            registrations: HashMap::new(),
+            next_token: 0,
+            timers: Timers::new(),
+            ready: ReadyQueue::default(),
+            turns: 0,
+        })
+    }
+
+    /// Starts watching `handler`'s socket for `interest`. The loop owns the handler from
+    /// now on, so the socket closes when the registration ends.
+    pub fn register(
+        &mut self, handler: impl Handler<S> + 'static, interest: Interest,
+    ) -> io::Result<Token> {
+        let token = Token(self.next_token);
+        self.next_token += 1;
+        self.poller.add(handler.as_fd(), token, interest)?;
+        let handler = Some(Box::new(handler) as Box<dyn Handler<S>>);
+        self.registrations.insert(token, Registration { interest, told: interest, handler });
+        Ok(token)
+    }
+
+    /// Changes what `token` waits for. A token that is no longer registered is ignored.
+    pub fn set_interest(&mut self, token: Token, interest: Interest) {
+        if let Some(registration) = self.registrations.get_mut(&token) {
+            registration.interest = interest;
+            self.sync(token);
+        }
+    }
+
+    /// Tells the poller a registration's new interest, once: the common case, a socket
+    /// that goes on waiting for the same thing, costs no system call. While its handler is
+    /// out (its own callback is running) there is no socket to show the poller: `lend`
+    /// calls this again when the handler is back.
+    fn sync(&mut self, token: Token) {
+        let Some(registration) = self.registrations.get_mut(&token) else { return };
+        let Some(handler) = registration.handler.as_ref() else { return };
+        if registration.told != registration.interest {
+            if let Err(error) = self.poller.modify(handler.as_fd(), token, registration.interest) {
+                log!("token {}: cannot change what it waits for: {error}", token.0);
+            }
+            registration.told = registration.interest;
+        }
+    }
+
+    /// Ends `token`'s registration: its handler's `on_close` runs, then the handler is
+    /// dropped, which closes its socket. Returns whether `token` was registered.
+    pub fn deregister(&mut self, token: Token, state: &mut S) -> bool {
+        let Some(registration) = self.registrations.remove(&token) else {
+            return false;
+        };
+        // Not there while its own callback runs: `call` then closes it after the callback.
+        if let Some(mut handler) = registration.handler {
+            let _ = self.poller.delete(handler.as_fd()); // before the socket closes
+            handler.on_close(self, token, state);
+        }
+        true
+    }
+
+    /// Deregisters every idle handler: the first step of a graceful shutdown, as nginx's
+    /// `ngx_close_idle_connections` does. The busy ones are left to finish.
+    pub fn close_idle(&mut self, state: &mut S) {
+        let mut idle = Vec::new();
+        for (&token, registration) in &self.registrations {
+            if registration.handler.as_ref().is_some_and(|handler| handler.is_idle()) {
+                idle.push(token);
+            }
+        }
+        for token in idle {
+            self.deregister(token, state);
+        }
+    }
+
+    /// How many times `poll` has returned (for `/stats`).
+    pub fn turns(&self) -> u64 {
+        self.turns
+    }
+
+    // ANCHOR: turn
+    /// One turn: wait until something is ready or a timer is due (at most `timeout`;
+    /// `None`: no limit of its own), then run the callbacks of everything that is ready,
+    /// then the timers that are due.
+    pub fn turn(&mut self, timeout: Option<Duration>, state: &mut S) -> io::Result<()> {
+        // 1. Wait, but no longer than until the nearest timer is due. This is the only
+        //    place the server waits.
+        let next_timer = self.timers.next_deadline();
+        let until_timer = next_timer.map(|at| at.saturating_duration_since(Instant::now()));
+        let timeout = match (timeout, until_timer) {
+            _ if !self.ready.borrow().is_empty() => Some(Duration::ZERO), // jobs are waiting
+            (Some(limit), Some(until_timer)) => Some(limit.min(until_timer)),
+            (limit, until_timer) => limit.or(until_timer),
+        };
+        let mut watched = self.registrations.iter().filter_map(|(&token, registration)| {
+            Some((token, registration.handler.as_ref()?.as_fd(), registration.interest))
+        });
+        let events = match self.poller.wait(&mut watched, timeout) {
+            Ok(events) => events,
+            // A signal (our own SIGTERM, say) interrupted the wait: nothing is ready yet.
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => return Ok(()),
+            Err(error) => return Err(error),
+        };
+        self.turns += 1;
+
+        // 2. Run the callbacks, readable before writable for each socket, as Redis does:
+        //    a read may produce a response that the write then sends at once.
+        for event in events {
+            if event.readable {
+                self.call(event.token, true, state);
+            }
+            if event.writable {
+                self.call(event.token, false, state);
+            }
+        }
+
+        // 3. Run the timers that are due, soonest first. One that a job adds now is due no
+        //    earlier than `now`, so a job that keeps re-arming itself cannot keep us here.
+        let now = Instant::now();
+        while let Some(job) = self.timers.pop_due(now) {
+            trace!("timer fired");
+            self.run_job(job, state);
+        }
+
+        // 4. Run the jobs in the ready queue: the next steps of promises that settled.
+        //    Only those ready now: the steps they make ready wait for the next turn (which
+        //    does not sleep, see 1), so that a long chain cannot keep us from the sockets.
+        let ready = std::mem::take(&mut *self.ready.borrow_mut());
+        for job in ready {
+            self.run_job(job, state);
+        }
+        Ok(())
+    }
+
+    /// Runs one job. Each on its own: if it panics, the others still run.
+    fn run_job(&mut self, job: Job<S>, state: &mut S) {
+        if panic::catch_unwind(AssertUnwindSafe(|| job(self, state))).is_err() {
+            log!("a job panicked");
+        }
+    }
+    // ANCHOR_END: turn
+
+    // ANCHOR: call
+    /// Runs `on_readable` (or else `on_writable`) of `token`'s handler, if it still wants it.
+    fn call(&mut self, token: Token, readable: bool, state: &mut S) {
+        // `poll` reported this event before any callback of the turn ran. An earlier one
+        // may since have deregistered this registration, or changed its interest. So we
+        // look again now, as Redis does with `fe->mask & mask`.
+        let Some(registration) = self.registrations.get(&token) else {
+            return;
+        };
+        let interest = registration.interest;
+        if !(if readable { interest.readable } else { interest.writable }) {
+            return;
+        }
+        let what = if readable { "readable" } else { "writable" };
+        trace!("token {} {what}", token.0);
+        self.lend(token, state, |handler, event_loop, state| {
+            if readable {
+                handler.on_readable(event_loop, token, state)
+            } else {
+                handler.on_writable(event_loop, token, state)
+            }
+        });
+    }
+
+    /// Lends `token`'s handler to `f`, if it is still registered: lifts it out of its
+    /// registration while `f` runs, so that `f` can have `&mut self` (the whole loop)
+    /// without the loop also holding the handler.
+    fn lend(
+        &mut self, token: Token, state: &mut S,
+        f: impl FnOnce(&mut dyn Handler<S>, &mut EventLoop<S>, &mut S),
+    ) {
+        let Some(mut handler) = self.registrations.get_mut(&token).and_then(|r| r.handler.take())
+        else {
+            return; // gone, or lent already (its own callback is running)
+        };
+        // A bug that panics while serving one client must not take the others down with it.
+        // `catch_unwind` stops the panic here (the hook has printed its message), and we
+        // close that registration: nothing half-updated is used again (`AssertUnwindSafe`).
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| f(&mut *handler, self, state)));
+        if outcome.is_err() {
+            log!("token {}: a callback panicked; closing it", token.0);
+            self.registrations.remove(&token);
+        }
+        match self.registrations.get_mut(&token) {
+            // Still registered: the handler goes back in its place.
+            Some(registration) => {
+                registration.handler = Some(handler);
+                self.sync(token); // what it asked for while it was out
+            }
+            // Deregistered during the call: out of the poller, its `on_close`, then drop.
+            None => {
+                let _ = self.poller.delete(handler.as_fd());
+                handler.on_close(self, token, state);
+            }
+        }
+    }
+    // ANCHOR_END: call
+
+    // ANCHOR: with_handler
+    /// Lends `token`'s handler to `f` as what it is, an `H` (a `Connection`, say), if it
+    /// is still registered. This is how a timer calls back the connection that set it: the
+    /// timer holds the connection's token, never the connection itself, which the loop owns.
+    pub fn with_handler<H: Handler<S>>(
+        &mut self, token: Token, state: &mut S,
+        f: impl FnOnce(&mut H, &mut EventLoop<S>, Token, &mut S),
+    ) {
+        self.lend(token, state, |handler, event_loop, state| {
+            // `Any` asks the handler, at run time, whether it is an `H`.
+            if let Some(handler) = (handler as &mut dyn Any).downcast_mut::<H>() {
+                f(handler, event_loop, token, state);
+            }
+        });
+    }
+    // ANCHOR_END: with_handler
+
+    // ANCHOR: timer_api
+    /// Runs `job` once `delay` has passed, unless the timer is cancelled first.
+    pub fn add_timer(
+        &mut self, delay: Duration, job: impl FnOnce(&mut EventLoop<S>, &mut S) + 'static,
+    ) -> TimerId {
+        self.timers.add(Instant::now() + delay, Box::new(job))
+    }
+
+    /// Stops a timer so that it never fires. `false` if it has fired or was cancelled.
+    pub fn cancel_timer(&mut self, id: TimerId) -> bool {
+        self.timers.cancel(id)
+    }
+
+    /// The ready queue, for promises to add their next steps to.
+    pub fn ready_queue(&self) -> &ReadyQueue<S> {
+        &self.ready
+    }
+
+    /// How many timers are pending (for `/stats`).
+    pub fn timers_pending(&self) -> usize {
+        self.timers.len()
+    }
+    // ANCHOR_END: timer_api
+}
+
+#[cfg(test)]
+#[path = "event_loop_tests.rs"]
+mod tests;

@@ -1,0 +1,317 @@
+//! Chapter 7: epoll, so that ten thousand idle clients cost nothing.
+//!
+//! Chapter 6's server, unchanged but for how its loop waits. `poll(2)` is handed every
+//! open socket on every turn, so each turn costs time in proportion to all of them, busy
+//! or idle. epoll (`epoll_backend.rs`) keeps that list in the kernel and hands back only
+//! the ready ones. Both sit behind the same small interface (`Poller` in `event_loop.rs`),
+//! chosen at startup with `--backend epoll|poll`, so the same server can be run both ways
+//! and compared; `--trace` and `/stats` say which one runs.
+
+mod connection;
+mod epoll_backend;
+mod event_loop;
+mod fs;
+mod poll_backend;
+mod promise;
+mod thread_pool;
+mod timers;
+mod upstream;
+
+use std::io;
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use shared::app::{self, Action, Context, Stats};
+use shared::args::{Config, Extra};
+use shared::http::{self, date, Response};
+use shared::signals::Signals;
+use shared::waker::Waker;
+use shared::{files, listener, log, trace};
+
+use connection::Connection;
+use event_loop::{EventLoop, Handler, Interest, Token};
+use fs::Files;
+use promise::Promise;
+use timers::TimerId;
+
+/// How long a graceful shutdown waits for the connections still busy.
+const GRACE_PERIOD: Duration = Duration::from_secs(5);
+
+// ANCHOR: server
+/// What the handlers share. The loop lends it to each callback as `&mut Server`.
+struct Server {
+    config: Config,
+    /// The listener's registration, until shutdown closes it.
+    listener: Option<Token>,
+    connections_open: u64,
+    requests_served: u64,
+    /// Set by SIGTERM: when a graceful shutdown stops waiting for the connections left.
+    shutdown_deadline: Option<Instant>,
+    /// The `Date` header's value, formatted once a second by a timer (`refresh_date`).
+    date: String,
+    /// New in chapter 6: the thread pool that reads files, and the promises waiting on it.
+    files: Files<Server>,
+}
+// ANCHOR_END: server
+
+fn main() {
+    let config =
+        Config::from_args("ch07-epoll", &[Extra::Timeouts, Extra::Workers, Extra::Backend]);
+    if config.trace {
+        trace::enable();
+    }
+    // Before the listening line: whoever reads that line may send SIGTERM at once, and
+    // must find our handler in place, not the default one that kills the process.
+    let signals = Signals::install();
+    // Non-blocking: `accept` answers `WouldBlock` instead of waiting when nobody is there.
+    let listener = listener::listen(&config, true);
+    let files = Files::new(config.workers, config.queue_limit, config.fs_delay);
+    let files = files.unwrap_or_else(|error| fail("start the thread pool", error));
+    let event_loop = EventLoop::new(config.backend);
+    let mut event_loop = event_loop.unwrap_or_else(|error| fail("start the event loop", error));
+    let mut server = Server {
+        config,
+        listener: None,
+        connections_open: 0,
+        requests_served: 0,
+        shutdown_deadline: None,
+        date: date::now(),
+        files,
+    };
+
+    // ANCHOR: wiring
+    let watch = |registered: io::Result<Token>| registered.unwrap_or_else(|e| fail("register", e));
+    watch(event_loop.register(signals, Interest::READABLE));
+    server.listener = Some(watch(event_loop.register(listener, Interest::READABLE)));
+    // The pool's waker, watched like any socket (see the `Handler` impl for it below).
+    watch(event_loop.register(server.files.pool.waker(), Interest::READABLE));
+    event_loop.add_timer(Duration::from_secs(1), refresh_date);
+    // The loop: turn until a graceful shutdown is over (see `Signals::on_readable`).
+    loop {
+        let timeout = match server.shutdown_deadline {
+            None => None,                                     // serving: wait as long as it takes
+            Some(_) if server.connections_open == 0 => break, // shut down: nothing left to do
+            Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
+                Some(left) => Some(left),
+                None => break, // out of patience with the connections left
+            },
+        };
+        if let Err(error) = event_loop.turn(timeout, &mut server) {
+            log!("poll failed: {error}");
+            std::process::exit(1);
+        }
+    }
+    log!("shut down with {} connections open; bye", server.connections_open);
+    // ANCHOR_END: wiring
+}
+
+impl Server {
+    /// The numbers `/stats` shows.
+    fn stats(&self, event_loop: &EventLoop<Server>) -> Stats {
+        Stats {
+            connections_open: self.connections_open,
+            requests_served: self.requests_served,
+            loop_turns: event_loop.turns(),
+            timers_pending: event_loop.timers_pending() as u64,
+            jobs_queued: self.files.pool.load().0 as u64,
+            jobs_running: self.files.pool.load().1 as u64,
+            backend: self.config.backend.name(),
+        }
+    }
+
+    /// A connection has closed, for whatever reason (see `Connection::on_close`).
+    fn connection_closed(&mut self, event_loop: &mut EventLoop<Server>) {
+        self.connections_open -= 1;
+        // A descriptor is free: if accepting had paused for lack of them, resume.
+        if let Some(listener) = self.listener {
+            event_loop.set_interest(listener, Interest::READABLE);
+        }
+    }
+}
+
+// ANCHOR: accept
+/// The listening socket, as a handler: readable means clients are waiting to be accepted.
+impl Handler<Server> for TcpListener {
+    fn on_readable(
+        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
+    ) {
+        if !accept_all(self, event_loop, server) {
+            event_loop.set_interest(token, Interest::NONE);
+        }
+    }
+}
+
+/// Accepts every client that is waiting, until `accept` says `WouldBlock`, and registers
+/// each with the loop. Returns whether to keep polling the listener.
+fn accept_all(
+    listener: &TcpListener, event_loop: &mut EventLoop<Server>, server: &mut Server,
+) -> bool {
+    loop {
+        match listener.accept() {
+            Ok((stream, peer)) => {
+                if let Err(error) = stream.set_nonblocking(true) {
+                    trace!("accept: {peer}: {error}");
+                    continue;
+                }
+                // Readable: the client speaks first.
+                let token = match event_loop.register(Connection::new(stream), Interest::READABLE) {
+                    Ok(token) => token,
+                    Err(error) => {
+                        trace!("accept: {peer}: cannot register: {error}"); // it closes
+                        continue;
+                    }
+                };
+                trace!("accept: client {peer} (token {})", token.0);
+                server.connections_open += 1;
+                // Its header timeout runs from now, even if it never sends a byte.
+                event_loop.with_handler(token, server, Connection::after_event);
+            }
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => return true,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) if listener::is_out_of_descriptors(&error) => {
+                // The listener stays "ready" while clients wait, so polling it again at
+                // once would spin at 100% CPU doing nothing. Stop watching it instead,
+                // until one of our connections closes (`Server::connection_closed`).
+                log!("accept: {error}; pausing accepts");
+                return false;
+            }
+            Err(error) => {
+                // A client that connected and reset before we accepted it, and the like.
+                trace!("accept: {error}");
+                return true;
+            }
+        }
+    }
+}
+// ANCHOR_END: accept
+
+// ANCHOR: shutdown
+/// SIGINT or SIGTERM arrived (a byte in the signal pipe): shut down gracefully. This is an
+/// ordinary callback, not a signal handler, so it may touch anything.
+impl Handler<Server> for Signals {
+    fn on_readable(&mut self, event_loop: &mut EventLoop<Server>, _: Token, server: &mut Server) {
+        let Some(signal) = self.take() else {
+            return;
+        };
+        if server.shutdown_deadline.is_some() {
+            return; // a second signal: the shutdown is already under way
+        }
+        log!("{signal}: shutting down: no new connections, finishing the ones in flight");
+        server.shutdown_deadline = Some(Instant::now() + GRACE_PERIOD);
+        // 1. Stop accepting: closing the listener makes new connects fail at once.
+        if let Some(listener) = server.listener.take() {
+            event_loop.deregister(listener, server);
+        }
+        // 2. Close the idle connections: nothing is in flight on them. The busy ones send
+        //    their last answer with `Connection: close`, then close (`after_event`).
+        event_loop.close_idle(server);
+    }
+}
+// ANCHOR_END: shutdown
+
+// ANCHOR: pool_waker
+/// The thread pool's waker, as a handler: readable when jobs have finished.
+impl Handler<Server> for Arc<Waker> {
+    fn on_readable(&mut self, _: &mut EventLoop<Server>, _: Token, server: &mut Server) {
+        server.files.settle_finished();
+    }
+}
+// ANCHOR_END: pool_waker
+
+/// Formats the `Date` header anew, once a second: formatting it for every response would
+/// be wasted work (nginx and hyper cache it too). A timer that sets the next one before it
+/// ends is a periodic timer; each beat comes a little late, which a date does not mind.
+fn refresh_date(event_loop: &mut EventLoop<Server>, server: &mut Server) {
+    server.date = date::now();
+    event_loop.add_timer(Duration::from_secs(1), refresh_date);
+}
+
+// ANCHOR: run_app
+/// What the application answered: a response now, or work whose answer comes later.
+enum Reply {
+    Now(Response),
+    Later(Effect),
+}
+
+/// A request's work in flight, kept by its connection to stop it should the client leave.
+enum Effect {
+    Sleep(TimerId),
+    /// The upstream's socket, and its 504 timer.
+    Upstream {
+        socket: Token,
+        timeout: TimerId,
+    },
+    /// New in chapter 6: nothing to stop. The job runs to its end; its answer finds
+    /// nobody if the client has gone.
+    ReadFile,
+}
+
+impl Effect {
+    fn cancel(&self, event_loop: &mut EventLoop<Server>, server: &mut Server) {
+        match self {
+            Effect::Sleep(timer) => drop(event_loop.cancel_timer(*timer)),
+            Effect::Upstream { socket, timeout } => {
+                event_loop.cancel_timer(*timeout);
+                event_loop.deregister(*socket, server);
+            }
+            Effect::ReadFile => {}
+        }
+    }
+}
+
+/// Asks the application what to do, and starts doing it. `/sleep`, the upstream and (new in
+/// chapter 6) files answer later, through a promise whose last step hands the answer to
+/// the connection `token`.
+fn run_app(
+    request: &http::Request, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
+) -> Reply {
+    let config = &server.config;
+    let stats = server.stats(event_loop);
+    let context = Context { chapter: config.chapter, upstream: config.upstream, stats };
+    match app::handle(request, &context) {
+        Action::Respond(response) => Reply::Now(response),
+        Action::Sleep { ms } => {
+            let (timer, slept) = promise::delay(event_loop, Duration::from_millis(ms));
+            answer_later(token, slept.then(move |(), _, _| Ok(app::slept(ms))));
+            Reply::Later(Effect::Sleep(timer))
+        }
+        Action::ReadFile { path } => {
+            // The head and the first chunk go out together; the rest follows (`Connection`).
+            let first = server.files.open(event_loop, config.root.clone(), path.clone());
+            first.on_settled(move |outcome, event_loop, server| {
+                let (response, first) = match outcome {
+                    Ok(chunk) => (files::streamed_response(&path, chunk.length), Some(chunk)),
+                    Err(response) => (response, None),
+                };
+                Connection::answer(event_loop, server, token, response, first);
+            });
+            Reply::Later(Effect::ReadFile)
+        }
+        Action::Upstream { address, path_and_query } => {
+            match upstream::fetch(event_loop, address, &path_and_query) {
+                Ok((socket, timeout, answer)) => {
+                    answer_later(token, answer);
+                    Reply::Later(Effect::Upstream { socket, timeout })
+                }
+                Err(response) => Reply::Now(response),
+            }
+        }
+    }
+}
+
+/// The last step of a request's chain: hands its answer (or its error, which is an answer
+/// too: a 502, a 504) to the connection `token`, if it is still open.
+fn answer_later(token: Token, answer: Promise<Response, Server>) {
+    answer.on_settled(move |outcome, event_loop, server| {
+        let response = outcome.unwrap_or_else(|error| error);
+        Connection::answer(event_loop, server, token, response, None);
+    });
+}
+// ANCHOR_END: run_app
+
+/// Setup failed: a one-line error and exit status 1, as for a port in use.
+fn fail(what: &str, error: io::Error) -> ! {
+    log!("ch07-epoll: cannot {what}: {error}");
+    std::process::exit(1);
+}

@@ -1,0 +1,79 @@
+//! The part of the loop that talks to the kernel: here, `poll(2)`. (Redis keeps one file
+//! per way of waiting, `ae_select.c`, `ae_epoll.c`, `ae_kqueue.c`, and so do we: new in
+//! chapter 7, `epoll_backend.rs` is the other.) `poll` keeps no memory between calls: on
+//! every turn we hand it the whole list of sockets and what we want from each, exactly as
+//! chapter 2 did, and it tells us which are ready.
+
+use std::io;
+use std::os::fd::BorrowedFd;
+use std::time::Duration;
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+
+use shared::trace;
+
+use crate::event_loop::{Event, Interest, Poller, Token};
+
+/// `poll` as a [`Poller`]: it keeps no list, so there is nothing to tell it when a
+/// registration comes, changes or goes (the trait's `add`, `modify` and `delete` do
+/// nothing); it walks the whole list on every wait instead.
+pub struct PollBackend;
+
+impl Poller for PollBackend {
+    fn wait(
+        &mut self, watched: &mut dyn Iterator<Item = (Token, BorrowedFd<'_>, Interest)>,
+        timeout: Option<Duration>,
+    ) -> io::Result<Vec<Event>> {
+        wait(watched, timeout)
+    }
+}
+
+// ANCHOR: wait
+/// Waits until one of the `watched` sockets is ready for what it is watched for, or
+/// `timeout` passes (`None`: no limit), and returns what is ready (Redis: `aeApiPoll`).
+pub fn wait<'fd>(
+    watched: impl Iterator<Item = (Token, BorrowedFd<'fd>, Interest)>, timeout: Option<Duration>,
+) -> io::Result<Vec<Event>> {
+    let (mut fds, mut tokens) = (Vec::new(), Vec::new());
+    for (token, fd, interest) in watched {
+        let mut flags = PollFlags::empty();
+        flags.set(PollFlags::POLLIN, interest.readable);
+        flags.set(PollFlags::POLLOUT, interest.writable);
+        // Waiting for nothing: leave it out. Asking `poll` for no events is not enough,
+        // since errors and hang-ups are reported even then, and a socket that has hung up
+        // would wake us on every turn.
+        if !flags.is_empty() {
+            fds.push(PollFd::new(fd, flags));
+            tokens.push(token); // `poll` answers by position in `fds`; we want tokens
+        }
+    }
+    trace!("poll: waiting on {} fds, timeout {timeout:?}", fds.len());
+    let ready = poll(&mut fds, milliseconds(timeout))?;
+    trace!("poll: {ready} ready");
+    let mut events = Vec::new();
+    for (fd, token) in fds.iter().zip(tokens) {
+        let revents = fd.revents().unwrap_or(PollFlags::empty());
+        // An error or hang-up is reported as both readable and writable, as Redis's
+        // backends do. The handler's next `read` or `write` then meets the problem itself
+        // (end-of-file, ECONNRESET, EPIPE) on the path it already has.
+        let failed = revents.intersects(PollFlags::POLLERR | PollFlags::POLLHUP);
+        if failed || revents.intersects(PollFlags::POLLIN | PollFlags::POLLOUT) {
+            events.push(Event {
+                token,
+                readable: failed || revents.contains(PollFlags::POLLIN),
+                writable: failed || revents.contains(PollFlags::POLLOUT),
+            });
+        }
+    }
+    Ok(events)
+}
+// ANCHOR_END: wait
+
+/// `None` waits as long as it takes; past the kernel's range (24 days), as long as it may.
+/// `poll` and `epoll_wait` count whole milliseconds: rounded *up*, or the loop would wake
+/// just before a timer is due, find nothing to do, and wait again with a zero timeout.
+pub fn milliseconds(timeout: Option<Duration>) -> PollTimeout {
+    timeout.map_or(PollTimeout::NONE, |timeout| {
+        PollTimeout::try_from(timeout.as_nanos().div_ceil(1_000_000)).unwrap_or(PollTimeout::MAX)
+    })
+}

@@ -1,0 +1,143 @@
+//! `/upstream/PATH` without blocking: a small HTTP client, written as one flat promise chain.
+//!
+//! The steps are chapter 4's: connect (a non-blocking `connect` returns at once, and the
+//! socket becomes writable when the handshake is over), send the request, read the answer
+//! until it is whole. Beside them runs a 5 s `delay` for the 504, and the two race.
+//!
+//! Chapter 4 nested each step inside the one before, each checking its own errors. Here
+//! each step is a small function that returns its result (or a promise of it), and
+//! [`fetch`] chains them in one line that reads top to bottom. A step that fails rejects,
+//! and the rejection skips every step after it.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::rc::Rc;
+
+use shared::http::Response;
+use shared::trace;
+use shared::upstream::{self, ResponseReader, UpstreamParse};
+
+use crate::event_loop::{EventLoop, Handler, Interest, Token};
+use crate::promise::{self, race, Deferred, Outcome, Promise};
+use crate::timers::TimerId;
+
+// ANCHOR: fetch
+/// Starts fetching `path_and_query` from `address` and returns at once: what to stop should
+/// the fetch end early, and the promise of the answer (a 502 or 504 included). A fetch
+/// that fails on the spot is the 502 to answer with now.
+pub fn fetch<S: 'static>(
+    event_loop: &mut EventLoop<S>, address: SocketAddr, path_and_query: &str,
+) -> Result<(Token, TimerId, Promise<Response, S>), Response> {
+    let stream = upstream::start_connecting(address).map_err(|_| cannot_connect())?;
+    let stream = Rc::new(stream);
+    let request = upstream::request(path_and_query, address);
+    // The loop's half of the socket, and a promise that resolves when it becomes writable.
+    let (connected, writable) = Deferred::new(event_loop);
+    let socket = UpstreamSocket { stream: stream.clone(), ready: Some(connected) };
+    let writable_now = Interest { readable: false, writable: true };
+    let socket = event_loop.register(socket, writable_now).map_err(|_| cannot_connect())?;
+    trace!("upstream {address}: connecting (token {})", socket.0);
+    let (timeout, five_seconds) = promise::delay(event_loop, upstream::TIMEOUT);
+
+    // ANCHOR: chain
+    let fetched = writable
+        .then(move |(), _, _| check_connected(stream))
+        .then(move |stream, _, _| send(stream, &request))
+        .and_then(move |stream, event_loop, state| {
+            read_answer(event_loop, state, socket, stream, ResponseReader::new())
+        });
+    let timed_out = five_seconds.then(|(), _, _| Ok(upstream::gateway_timeout()));
+    // ANCHOR_END: chain
+
+    Ok((socket, timeout, race(fetched, timed_out)))
+}
+// ANCHOR_END: fetch
+
+// ANCHOR: steps
+/// Step 1: the handshake is over; `SO_ERROR` says how it went.
+fn check_connected(stream: Rc<TcpStream>) -> Outcome<Rc<TcpStream>> {
+    match stream.take_error() {
+        Ok(None) => Ok(stream),
+        _ => Err(cannot_connect()),
+    }
+}
+
+/// Step 2: a request this small fits in a new socket's buffer at once.
+fn send(stream: Rc<TcpStream>, request: &[u8]) -> Outcome<Rc<TcpStream>> {
+    match (&*stream).write(request) {
+        Ok(sent) if sent == request.len() => Ok(stream),
+        _ => Err(upstream::bad_gateway("could not send the request upstream")),
+    }
+}
+
+/// Step 3: reads until the answer is whole (or is not HTTP), waiting for the socket to be
+/// readable again, and calling itself again, as often as it takes.
+fn read_answer<S: 'static>(
+    event_loop: &mut EventLoop<S>, state: &mut S, socket: Token, stream: Rc<TcpStream>,
+    mut reader: ResponseReader,
+) -> Promise<Response, S> {
+    let mut chunk = [0u8; 16 * 1024];
+    // At most 8 reads (128 KiB) a turn, as for a client: then the others get theirs.
+    for _ in 0..8 {
+        let bytes = match (&*stream).read(&mut chunk) {
+            Ok(count) => &chunk[..count], // empty at end of file
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => break,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => &[][..], // a reset: what came so far is all there is
+        };
+        let outcome = match reader.push(bytes) {
+            UpstreamParse::Done(response) => Ok(response),
+            UpstreamParse::Garbage(reason) => Err(upstream::bad_gateway(reason)),
+            UpstreamParse::NeedMore => continue,
+        };
+        return promise::settled(event_loop, outcome);
+    }
+    ready(event_loop, state, socket, Interest::READABLE).and_then(move |(), event_loop, state| {
+        read_answer(event_loop, state, socket, stream, reader)
+    })
+}
+// ANCHOR_END: steps
+
+fn cannot_connect() -> Response {
+    upstream::bad_gateway("could not connect to the upstream")
+}
+
+// ANCHOR: socket
+/// The upstream socket, as the loop holds it: the stream (shared with the chain, which
+/// reads and writes it), and the Deferred of the step waiting for it to be ready.
+pub struct UpstreamSocket<S: 'static> {
+    stream: Rc<TcpStream>,
+    ready: Option<Deferred<(), S>>,
+}
+
+impl<S: 'static> Handler<S> for UpstreamSocket<S> {
+    fn on_readable(&mut self, _: &mut EventLoop<S>, _: Token, _: &mut S) {
+        if let Some(ready) = self.ready.take() {
+            ready.resolve(());
+        }
+    }
+
+    fn on_writable(&mut self, event_loop: &mut EventLoop<S>, token: Token, state: &mut S) {
+        self.on_readable(event_loop, token, state);
+    }
+}
+
+impl<S> AsFd for UpstreamSocket<S> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.stream.as_fd()
+    }
+}
+
+/// A promise that resolves when `socket` is next ready for `interest`.
+fn ready<S: 'static>(
+    event_loop: &mut EventLoop<S>, state: &mut S, socket: Token, interest: Interest,
+) -> Promise<(), S> {
+    let (deferred, promise) = Deferred::new(event_loop);
+    event_loop.set_interest(socket, interest);
+    event_loop.with_handler(socket, state, |socket: &mut UpstreamSocket<S>, _, _, _| {
+        socket.ready = Some(deferred); // if the socket is gone, the Deferred drops: rejected
+    });
+    promise
+}
+// ANCHOR_END: socket

@@ -1,0 +1,142 @@
+//! The sync tools, driven by a real executor: each waiting future is a task, and the tests
+//! check who runs, in what order, and that no wake-up is lost.
+
+use super::*;
+use crate::executor::{spawn, Executor};
+use std::future::poll_fn;
+use std::time::Duration;
+
+fn turns(executor: &mut Executor, count: usize) {
+    for _ in 0..count {
+        executor.turn(Some(Duration::ZERO)).expect("turn");
+    }
+}
+
+type Log = Rc<RefCell<Vec<String>>>;
+
+fn note(log: &Log, line: impl Into<String>) {
+    log.borrow_mut().push(line.into());
+}
+
+#[test]
+fn an_event_wakes_every_waiter_once_set_and_stays_set() {
+    let mut executor = Executor::default();
+    let (event, log) = (Event::default(), Log::default());
+    for name in ["a", "b"] {
+        let (event, log) = (event.clone(), log.clone());
+        spawn(async move {
+            event.wait().await;
+            note(&log, name);
+        });
+    }
+    turns(&mut executor, 3);
+    assert!(log.borrow().is_empty());
+    event.set();
+    turns(&mut executor, 2);
+    assert_eq!(*log.borrow(), ["a", "b"]);
+    let late = log.clone();
+    let set = event.clone();
+    spawn(async move {
+        set.wait().await; // set already: does not wait
+        note(&late, "late");
+    });
+    turns(&mut executor, 1);
+    assert_eq!(log.borrow().last().map(String::as_str), Some("late"));
+}
+
+#[test]
+fn a_waiter_polled_many_times_keeps_one_place() {
+    let event = Event::default();
+    let mut executor = Executor::default();
+    let waiting = event.clone();
+    // A task that waits for the event and is woken again and again by something else, as
+    // a connection waiting for a shutdown and for its socket is: each poll polls the wait.
+    spawn(async move {
+        let mut wait = std::pin::pin!(waiting.wait());
+        poll_fn(|cx| {
+            let polled = wait.as_mut().poll(cx);
+            cx.waker().wake_by_ref(); // "something else" wakes it on every turn
+            polled
+        })
+        .await
+    });
+    turns(&mut executor, 6);
+    assert_eq!(event.0.borrow().1.waiting.len(), 1, "one place, however many polls");
+    event.set();
+    turns(&mut executor, 2);
+    assert!(event.0.borrow().1.waiting.is_empty());
+}
+
+#[test]
+fn a_semaphore_serves_first_come_first_served() {
+    let mut executor = Executor::default();
+    let (semaphore, log, release) = (Semaphore::new(1), Log::default(), Event::default());
+    for name in ["first", "second", "third"] {
+        let (semaphore, log, release) = (semaphore.clone(), log.clone(), release.clone());
+        spawn(async move {
+            let _permit = semaphore.acquire().await;
+            note(&log, name);
+            release.wait().await; // hold it until told
+        });
+    }
+    turns(&mut executor, 3);
+    assert_eq!(*log.borrow(), ["first"], "one permit: one holder");
+    // A newcomer, while the others wait, must queue behind them.
+    let (newcomer, newcomer_log) = (semaphore.clone(), log.clone());
+    spawn(async move {
+        let _permit = newcomer.acquire().await;
+        note(&newcomer_log, "newcomer");
+    });
+    release.set();
+    turns(&mut executor, 10);
+    assert_eq!(*log.borrow(), ["first", "second", "third", "newcomer"]);
+}
+
+#[test]
+fn a_waiter_that_gives_up_passes_its_turn_on() {
+    let mut executor = Executor::default();
+    let (semaphore, log) = (Semaphore::new(1), Log::default());
+    let held = Rc::new(RefCell::new(None));
+    let holder = held.clone();
+    let first = semaphore.clone();
+    spawn(async move { *holder.borrow_mut() = Some(first.acquire().await) });
+    turns(&mut executor, 2);
+    // "quitter" waits, but gives up (a timeout, say) before the permit is free.
+    let (quitter, quitter_log) = (semaphore.clone(), log.clone());
+    spawn(async move {
+        let gave_up = crate::time::timeout(Duration::ZERO, quitter.acquire()).await.is_err();
+        note(&quitter_log, if gave_up { "quitter gave up" } else { "quitter got it" });
+    });
+    let (patient, patient_log) = (semaphore.clone(), log.clone());
+    spawn(async move {
+        let _permit = patient.acquire().await;
+        note(&patient_log, "patient got it");
+    });
+    turns(&mut executor, 3);
+    held.borrow_mut().take(); // the first holder lets go
+    turns(&mut executor, 3);
+    assert_eq!(*log.borrow(), ["quitter gave up", "patient got it"]);
+}
+
+#[test]
+fn a_queue_hands_values_in_order_and_loses_no_wake_up() {
+    let mut executor = Executor::default();
+    let (queue, log) = (Queue::new(), Log::default());
+    for name in ["a", "b"] {
+        let (queue, log) = (queue.clone(), log.clone());
+        spawn(async move {
+            let value: u32 = queue.pop().await;
+            note(&log, format!("{name} {value}"));
+        });
+    }
+    turns(&mut executor, 2);
+    queue.push(1);
+    queue.push(2); // both pushed before either taker runs: both must be woken
+    turns(&mut executor, 4);
+    assert_eq!(*log.borrow(), ["a 1", "b 2"]);
+    queue.push(3); // nobody waits: it stays for the next taker
+    let (late, late_log) = (queue.clone(), log.clone());
+    spawn(async move { note(&late_log, format!("late {}", late.pop().await)) });
+    turns(&mut executor, 2);
+    assert_eq!(log.borrow().last().map(String::as_str), Some("late 3"));
+}
