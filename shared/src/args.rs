@@ -21,6 +21,8 @@ pub enum Extra {
     Backend,
     /// `--upstream-limit` (chapter 8: a semaphore).
     UpstreamLimit,
+    /// `--threads` (chapter 9: one loop per core).
+    Threads,
 }
 
 /// Everything a chapter needs to know from its command line.
@@ -54,6 +56,8 @@ pub struct Config {
     pub backend: Backend,
     /// At most this many fetches from the upstream at once; the others wait (chapter 8).
     pub upstream_limit: usize,
+    /// How many event loops, each on a thread of its own (chapter 9).
+    pub threads: usize,
 }
 
 /// The kernel mechanism a chapter's loop waits with (`--backend`, chapter 7 on).
@@ -96,6 +100,8 @@ impl Config {
             queue_limit: 256,
             backend: Backend::Epoll,
             upstream_limit: 64,
+            // One loop per core, as nginx's `worker_processes auto`.
+            threads: std::thread::available_parallelism().map_or(1, |cores| cores.get()),
         }
     }
 
@@ -149,6 +155,7 @@ impl Config {
                 "--workers" | "--queue-limit" => needs(Extra::Workers)?,
                 "--backend" => needs(Extra::Backend)?,
                 "--upstream-limit" => needs(Extra::UpstreamLimit)?,
+                "--threads" => needs(Extra::Threads)?,
                 _ => return Err(format!("unknown flag {flag}")),
             }
             let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
@@ -182,6 +189,12 @@ impl Config {
                 }
                 "--queue-limit" => {
                     config.queue_limit = value.parse().map_err(|_| bad("a number of jobs"))?
+                }
+                "--threads" => {
+                    config.threads = value.parse().map_err(|_| bad("a number of threads"))?;
+                    if config.threads == 0 {
+                        return Err(bad("at least 1"));
+                    }
                 }
                 "--upstream-limit" => {
                     config.upstream_limit = value.parse().map_err(|_| bad("a number of fetches"))?;
@@ -224,6 +237,9 @@ pub fn usage(chapter: &str, extras: &[Extra]) -> String {
         text.push_str(&format!(
             "\n{pad}[--keep-alive-timeout SECS] [--header-timeout SECS] [--send-timeout SECS]"
         ));
+    }
+    if extras.contains(&Extra::Threads) {
+        text.push_str(&format!("\n{pad}[--threads N]"));
     }
     if extras.contains(&Extra::UpstreamLimit) {
         text.push_str(&format!("\n{pad}[--upstream-limit N]"));

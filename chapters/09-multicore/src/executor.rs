@@ -1,0 +1,131 @@
+//! The executor: runs tasks, each a future, a step at a time.
+//!
+//! A task is an `async` block or function, which the compiler has turned into a state
+//! machine: a value whose `poll` runs it to its next `.await` that must wait, and returns
+//! `Poll::Pending` there, or `Poll::Ready` at its end. Before it returns `Pending`, the
+//! future it waits on (a socket, a timer) keeps the task's [`Waker`]; when that thing is
+//! ready, it calls `wake`, which puts the task back in the run queue, and the executor
+//! polls it again. Nothing else ever runs a task: no waker, no progress.
+//!
+//! [`Executor::turn`] is one turn of the loop, the same turn as in chapters 3-7: run the
+//! tasks that were woken, then wait (in the reactor, see `reactor.rs`) until a socket is
+//! ready or a timer is due (`time.rs`), which wakes more tasks.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::io;
+use std::panic::{self, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Duration;
+
+use shared::log;
+
+use crate::{reactor, time};
+
+/// A task: a future whose output nobody waits for, boxed because each has its own type.
+type Task = Pin<Box<dyn Future<Output = ()>>>;
+
+/// The tasks that have been woken and wait to be polled, by number. A waker may be called
+/// from any thread (`Waker` is `Send`), so the queue has a lock; ours are all called on
+/// the loop's thread, so nobody ever waits for it.
+type RunQueue = Arc<Mutex<VecDeque<u64>>>;
+
+thread_local! {
+    /// How many turns the loop has taken (for `/stats`).
+    static TURNS: Cell<u64> = const { Cell::new(0) };
+    /// Tasks spawned and not yet taken in by the executor: `spawn` works from anywhere on
+    /// the loop's thread, inside a task too, while the executor is busy polling.
+    static SPAWNED: RefCell<Vec<Task>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Starts `future` as a task of its own, on this thread's executor.
+pub fn spawn(future: impl Future<Output = ()> + 'static) {
+    SPAWNED.with(|spawned| spawned.borrow_mut().push(Box::pin(future)));
+}
+
+// ANCHOR: waker
+/// What a task's `Waker` does: put the task back in the run queue, once. A task woken
+/// twice before it runs again (its socket and its timer, say) runs once.
+struct TaskWaker {
+    id: u64,
+    queued: AtomicBool,
+    run_queue: RunQueue,
+}
+
+impl Wake for TaskWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if !self.queued.swap(true, Ordering::AcqRel) {
+            self.run_queue.lock().unwrap_or_else(PoisonError::into_inner).push_back(self.id);
+        }
+    }
+}
+// ANCHOR_END: waker
+
+// ANCHOR: executor
+#[derive(Default)]
+pub struct Executor {
+    /// Every task not yet finished, with the waker that wakes it.
+    tasks: HashMap<u64, (Task, Arc<TaskWaker>)>,
+    run_queue: RunQueue,
+    next_id: u64,
+}
+
+impl Executor {
+    /// One turn: runs the tasks that are ready, then waits until a socket is ready, a timer
+    /// is due (at most `timeout`; `None`: no limit of its own), and wakes their tasks.
+    pub fn turn(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        self.run_ready();
+        // Tasks woken by the others this turn: look, but do not sleep.
+        let ready = !self.run_queue.lock().unwrap_or_else(PoisonError::into_inner).is_empty();
+        let timeout = if ready { Some(Duration::ZERO) } else { time::until_next(timeout) };
+        reactor::wait(timeout)?; // wakes the tasks whose sockets are ready
+        time::wake_due(); // and those whose timers are due
+        TURNS.set(TURNS.get() + 1);
+        Ok(())
+    }
+
+    /// Polls every task that is ready: new ones, and those woken since the last turn.
+    /// A task woken while this runs waits for the next turn, so none can starve the rest.
+    fn run_ready(&mut self) {
+        for task in SPAWNED.with(|spawned| std::mem::take(&mut *spawned.borrow_mut())) {
+            let id = self.next_id;
+            self.next_id += 1;
+            let run_queue = self.run_queue.clone();
+            let waker = Arc::new(TaskWaker { id, queued: AtomicBool::new(false), run_queue });
+            self.tasks.insert(id, (task, waker.clone()));
+            waker.wake(); // to run for the first time
+        }
+        let woken =
+            std::mem::take(&mut *self.run_queue.lock().unwrap_or_else(PoisonError::into_inner));
+        for id in woken {
+            // Gone already: a task finished before a late wake-up came. Nothing to do.
+            let Some((task, task_waker)) = self.tasks.get_mut(&id) else { continue };
+            task_waker.queued.store(false, Ordering::Release); // a wake from now on counts
+            let waker = Waker::from(task_waker.clone());
+            let mut context = Context::from_waker(&waker);
+            // A task that panics is a bug in that task: it ends, and the others go on.
+            match panic::catch_unwind(AssertUnwindSafe(|| task.as_mut().poll(&mut context))) {
+                Ok(Poll::Pending) => {}
+                Ok(Poll::Ready(())) => drop(self.tasks.remove(&id)), // drops all it held
+                Err(_) => {
+                    log!("a task panicked; dropping it");
+                    self.tasks.remove(&id);
+                }
+            }
+        }
+    }
+}
+
+/// How many turns the loop has taken (for `/stats`).
+pub fn turns() -> u64 {
+    TURNS.get()
+}
+// ANCHOR_END: executor

@@ -1,0 +1,297 @@
+//! Chapter 9: one event loop per core, the way nginx runs its workers.
+//!
+//! Every chapter so far used one core. Here chapter 8's server runs `--threads N` times
+//! (default: one per core), each on a thread of its own with its own executor, reactor
+//! and timers (they are thread-locals already), and its own listening socket on the same
+//! port: with `SO_REUSEPORT` the kernel spreads new connections across them. Nothing is
+//! shared but what is said out loud in [`Loops`]: each loop's counters (atomics, summed by
+//! `/stats`), and the wakers that carry a shutdown to every loop. Each loop has its own
+//! thread pool for files, so a file's answer comes back to the loop that asked.
+
+mod connection;
+mod executor;
+mod fs;
+mod net;
+mod reactor;
+mod sync;
+mod thread_pool;
+mod time;
+mod timers;
+mod upstream;
+
+use std::cell::RefCell;
+use std::io::{self, Write};
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::os::fd::AsFd;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use socket2::{Domain, Protocol, Socket, Type};
+
+use shared::app::{Context, Stats};
+use shared::args::{Config, Extra};
+use shared::http::{date, Response};
+use shared::signals::Signals;
+use shared::waker::Waker;
+use shared::{listener, log, trace};
+
+use executor::{spawn, Executor};
+use fs::Files;
+use net::Async;
+use sync::{Event, Semaphore};
+
+/// How long a graceful shutdown waits for the connections still busy.
+const GRACE_PERIOD: Duration = Duration::from_secs(5);
+
+// ANCHOR: loops
+/// What the loops share, and nothing more.
+pub struct Loops {
+    /// One per loop: each loop writes only its own; `/stats` reads them all.
+    counters: Vec<Counters>,
+    /// One per loop: waking it tells the loop to shut down (see `shut_down_on_wake`).
+    wakers: Vec<Arc<Waker>>,
+    shutting_down: AtomicBool,
+}
+
+#[derive(Default)]
+pub struct Counters {
+    connections_open: AtomicU64,
+    requests_served: AtomicU64,
+    loop_turns: AtomicU64,
+}
+// ANCHOR_END: loops
+
+/// What the tasks of one loop share: chapter 8's `Server`, plus which loop it is.
+pub struct Server {
+    config: Config,
+    /// Set when the server shuts down: every connection waits on it along with its reads.
+    shutdown: Event,
+    /// The `Date` header's value, formatted once a second (`refresh_date`).
+    date: RefCell<String>,
+    files: Files,
+    /// At most `--upstream-limit` fetches at once, in this loop.
+    upstream_slots: Semaphore,
+    loops: Arc<Loops>,
+    /// This loop's number, and so its place in `loops`.
+    index: usize,
+}
+
+fn main() {
+    let extras = [Extra::Timeouts, Extra::Workers, Extra::UpstreamLimit, Extra::Threads];
+    let config = Config::from_args("ch09-multicore", &extras);
+    if config.trace {
+        trace::enable();
+    }
+    let signals = Signals::install();
+    // ANCHOR: listeners
+    // One listener per loop, all on the same port. The first picks it (`--port 0`).
+    let first = bind(&config.host, config.port).unwrap_or_else(|error| fail("listen", error));
+    let port = first.local_addr().map_or(config.port, |address| address.port());
+    let mut listeners = vec![first];
+    for _ in 1..config.threads {
+        listeners.push(bind(&config.host, port).unwrap_or_else(|error| fail("listen", error)));
+    }
+    // ANCHOR_END: listeners
+    let wakers = (0..config.threads).map(|_| Waker::new().map(Arc::new));
+    let wakers =
+        wakers.collect::<io::Result<_>>().unwrap_or_else(|error| fail("make wakers", error));
+    let counters = (0..config.threads).map(|_| Counters::default()).collect();
+    let loops = Arc::new(Loops { counters, wakers, shutting_down: AtomicBool::new(false) });
+    let mut stdout = io::stdout();
+    let _ = writeln!(stdout, "listening on http://{}:{port}", config.host);
+    let _ = stdout.flush();
+
+    // ANCHOR: threads
+    // Loop 0 runs on this thread, and watches for signals; the others on threads of their own.
+    let mut listeners = listeners.into_iter().enumerate();
+    let (_, own) = listeners.next().expect("at least one loop");
+    let mut others = Vec::new();
+    for (index, listener) in listeners {
+        let (config, loops) = (config.clone(), loops.clone());
+        let thread = thread::Builder::new().name(format!("loop-{index}"));
+        let spawned = thread.spawn(move || run_loop(index, listener, None, config, loops));
+        others.push(spawned.unwrap_or_else(|error| fail("start a loop's thread", error)));
+    }
+    run_loop(0, own, Some(signals), config, loops.clone());
+    for other in others {
+        let _ = other.join();
+    }
+    // ANCHOR_END: threads
+    let open: u64 = loops.counters.iter().map(|c| c.connections_open.load(Ordering::Relaxed)).sum();
+    log!("shut down with {open} connections open; bye");
+}
+
+// ANCHOR: run_loop
+/// One loop, from start to shutdown: chapter 8's `main`, for one thread.
+fn run_loop(
+    index: usize, listener: TcpListener, signals: Option<Signals>, config: Config,
+    loops: Arc<Loops>,
+) {
+    let files = Files::new(config.workers, config.queue_limit, config.fs_delay);
+    let files = files.unwrap_or_else(|error| fail("start the thread pool", error));
+    let server = Rc::new(Server {
+        shutdown: Event::default(),
+        date: RefCell::new(date::now()),
+        files,
+        upstream_slots: Semaphore::new(config.upstream_limit),
+        config,
+        loops,
+        index,
+    });
+    spawn(accept(watch(listener), server.clone()));
+    if let Some(signals) = signals {
+        spawn(broadcast_signal(watch(signals), server.clone()));
+    }
+    spawn(shut_down_on_wake(watch(server.loops.wakers[index].clone()), server.clone()));
+    let pool_waker = watch(server.files.pool.borrow().waker());
+    let deliverer = server.clone();
+    spawn(async move { deliverer.files.deliver(pool_waker).await });
+    spawn(refresh_date(server.clone()));
+
+    let mut executor = Executor::default();
+    let mut shutdown_deadline = None;
+    loop {
+        if server.shutdown.is_set() {
+            let deadline = *shutdown_deadline.get_or_insert_with(|| Instant::now() + GRACE_PERIOD);
+            if server.counters().connections_open.load(Ordering::Relaxed) == 0
+                || Instant::now() >= deadline
+            {
+                break;
+            }
+        }
+        let timeout = shutdown_deadline
+            .map(|deadline: Instant| deadline.saturating_duration_since(Instant::now()));
+        if let Err(error) = executor.turn(timeout) {
+            fail("wait", error);
+        }
+        server.counters().loop_turns.store(executor::turns(), Ordering::Relaxed);
+    }
+}
+// ANCHOR_END: run_loop
+
+impl Server {
+    /// This loop's counters.
+    pub fn counters(&self) -> &Counters {
+        &self.loops.counters[self.index]
+    }
+
+    /// What the application needs to know: `/stats` sums every loop's counters.
+    fn context(&self) -> Context<'_> {
+        let sum = |count: fn(&Counters) -> &AtomicU64| {
+            self.loops.counters.iter().map(|counters| count(counters).load(Ordering::Relaxed)).sum()
+        };
+        let (jobs_queued, jobs_running) = self.files.pool.borrow().load();
+        let stats = Stats {
+            connections_open: sum(|c| &c.connections_open),
+            requests_served: sum(|c| &c.requests_served),
+            loop_turns: sum(|c| &c.loop_turns),
+            timers_pending: time::pending() as u64,
+            jobs_queued: jobs_queued as u64,
+            jobs_running: jobs_running as u64,
+            backend: "epoll",
+        };
+        Context { chapter: self.config.chapter, upstream: self.config.upstream, stats }
+    }
+
+    /// `/stats` says what each loop has served, a line each: `thread 0 requests_served 12`.
+    pub fn add_thread_lines(&self, stats: &mut Response) {
+        let shared::http::Body::Owned(body) = &mut stats.body else { return };
+        for (index, counters) in self.loops.counters.iter().enumerate() {
+            let served = counters.requests_served.load(Ordering::Relaxed);
+            body.extend_from_slice(format!("thread {index} requests_served {served}\n").as_bytes());
+        }
+    }
+}
+
+/// A listening socket that shares its port with the other loops': `SO_REUSEPORT`, and the
+/// kernel hands each new connection to one of them (by a hash of its addresses).
+fn bind(host: &str, port: u16) -> io::Result<TcpListener> {
+    let address: SocketAddr = (host, port)
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "host has no address"))?;
+    let socket = Socket::new(Domain::for_address(address), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    socket.set_reuse_port(true)?;
+    socket.bind(&address.into())?;
+    socket.listen(listener::BACKLOG)?;
+    socket.set_nonblocking(true)?;
+    Ok(socket.into())
+}
+
+// ANCHOR: accept
+/// The listener's task: accepts clients, a task for each, until the server shuts down.
+async fn accept(listener: Async<TcpListener>, server: Rc<Server>) {
+    while let Some(accepted) =
+        server.shutdown.cancels(listener.read_with(TcpListener::accept)).await
+    {
+        match accepted
+            .and_then(|(stream, peer)| Ok((Async::new(stream_nonblocking(stream)?)?, peer)))
+        {
+            Ok((stream, peer)) => {
+                trace!("loop {}: accept: client {peer}", server.index);
+                spawn(connection::serve(stream, server.clone()));
+            }
+            Err(error) if listener::is_out_of_descriptors(&error) => {
+                // The listener stays ready while clients wait: try again in a while, rather
+                // than at once, which would spin at 100% CPU doing nothing.
+                log!("accept: {error}; pausing accepts");
+                time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(error) => trace!("accept: {error}"), // a client that reset before we took it
+        }
+    }
+    // Dropped here: the listener closes, and new connects fail at once.
+}
+
+fn stream_nonblocking(stream: std::net::TcpStream) -> io::Result<std::net::TcpStream> {
+    stream.set_nonblocking(true)?;
+    Ok(stream)
+}
+// ANCHOR_END: accept
+
+// ANCHOR: shutdown
+/// Loop 0's task: waits for SIGINT or SIGTERM, and passes it on to every loop, its own
+/// included, through their wakers. (A signal reaches one thread; every loop must stop.)
+async fn broadcast_signal(signals: Async<Signals>, server: Rc<Server>) {
+    let signal =
+        signals.read_with(|signals| signals.take().ok_or(io::ErrorKind::WouldBlock.into()));
+    if let Ok(signal) = signal.await {
+        log!("{signal}: shutting down: no new connections, finishing the ones in flight");
+        server.loops.shutting_down.store(true, Ordering::Relaxed);
+        server.loops.wakers.iter().for_each(|waker| waker.wake());
+    }
+}
+
+/// Every loop's task: once woken for the shutdown, starts the loop's graceful shutdown:
+/// its listener's task ends, idle connections end, busy ones send their last answer with
+/// `Connection: close`.
+async fn shut_down_on_wake(waker: Async<Arc<Waker>>, server: Rc<Server>) {
+    let woken = waker.read_with(|waker| waker.drain().ok_or(io::ErrorKind::WouldBlock.into()));
+    if woken.await.is_ok() && server.loops.shutting_down.load(Ordering::Relaxed) {
+        server.shutdown.set();
+    }
+}
+// ANCHOR_END: shutdown
+
+/// Formats the `Date` header anew, once a second, for the loop's life.
+async fn refresh_date(server: Rc<Server>) {
+    loop {
+        time::sleep(Duration::from_secs(1)).await;
+        *server.date.borrow_mut() = date::now();
+    }
+}
+
+/// Registers a descriptor of the loop's own with its reactor, or fails.
+fn watch<T: AsFd>(descriptor: T) -> Async<T> {
+    Async::new(descriptor).unwrap_or_else(|error| fail("register with epoll", error))
+}
+
+/// Setup failed: a one-line error and exit status 1, as for a port in use.
+fn fail(what: &str, error: io::Error) -> ! {
+    log!("ch09-multicore: cannot {what}: {error}");
+    std::process::exit(1);
+}

@@ -1,0 +1,108 @@
+//! Sockets whose calls are futures: `EAGAIN` becomes `Poll::Pending`.
+//!
+//! [`Async<T>`] wraps anything with a descriptor (a listener, a stream, the signal pipe)
+//! and registers it with the reactor for its whole life, as smol's `async-io` does. Every
+//! call goes through [`retry`]: try the non-blocking call; if the socket says `EAGAIN`,
+//! note that it is not ready, leave the task's waker with the reactor, and return
+//! `Pending`; when the task is polled again, try again. A read that an `async fn` awaits
+//! looks like a blocking read, and is one for the task: but never for the thread.
+
+use std::future::poll_fn;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsFd;
+use std::task::{ready, Poll};
+
+use shared::upstream;
+
+use crate::reactor::{Direction, Io};
+
+// ANCHOR: async
+/// A descriptor registered with the reactor, for as long as this value lives.
+pub struct Async<T: AsFd> {
+    inner: T,
+    io: Io,
+}
+
+impl<T: AsFd> Async<T> {
+    /// Registers `inner`, which must already be non-blocking.
+    pub fn new(inner: T) -> io::Result<Async<T>> {
+        let io = Io::register(inner.as_fd())?;
+        Ok(Async { inner, io })
+    }
+
+    pub fn get_ref(&self) -> &T {
+        &self.inner
+    }
+
+    /// Runs `call` on the descriptor until it does not say `EAGAIN`, waiting until the
+    /// descriptor is readable before each try: `accept`, `read`, draining a pipe.
+    pub async fn read_with<R>(&self, mut call: impl FnMut(&T) -> io::Result<R>) -> io::Result<R> {
+        retry(self.io, Direction::Read, || call(&self.inner)).await
+    }
+
+    /// The same, waiting until it is writable: `write`.
+    pub async fn write_with<R>(&self, mut call: impl FnMut(&T) -> io::Result<R>) -> io::Result<R> {
+        retry(self.io, Direction::Write, || call(&self.inner)).await
+    }
+}
+
+/// Out of the reactor before the descriptor closes, and so before its number is reused.
+impl<T: AsFd> Drop for Async<T> {
+    fn drop(&mut self) {
+        self.io.deregister(self.inner.as_fd());
+    }
+}
+
+/// Tries `call` until it does not say `EAGAIN` (`WouldBlock`), waiting for readiness in
+/// `direction` between tries. The heart of this file: a future written by hand.
+async fn retry<R>(
+    io: Io, direction: Direction, mut call: impl FnMut() -> io::Result<R>,
+) -> io::Result<R> {
+    poll_fn(|cx| loop {
+        ready!(io.poll_ready(direction, cx)); // Pending, with the waker left, if not ready
+        match call() {
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => io.clear(direction),
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            result => return Poll::Ready(result),
+        }
+    })
+    .await
+}
+// ANCHOR_END: async
+
+// ANCHOR: stream
+impl Async<TcpStream> {
+    /// Connects without blocking: the socket becomes writable when the handshake is over,
+    /// and `SO_ERROR` says how it went.
+    pub async fn connect(address: SocketAddr) -> io::Result<Async<TcpStream>> {
+        let stream = Async::new(upstream::start_connecting(address)?)?;
+        // Not writable until then, whatever a new registration assumes. (epoll reports a
+        // socket that is writable already as soon as it is registered.)
+        stream.io.clear(Direction::Write);
+        poll_fn(|cx| stream.io.poll_ready(Direction::Write, cx)).await;
+        match stream.get_ref().take_error()? {
+            None => Ok(stream),
+            Some(error) => Err(error),
+        }
+    }
+
+    pub async fn read(&self, buffer: &mut [u8]) -> io::Result<usize> {
+        self.read_with(|stream| (&*stream).read(buffer)).await
+    }
+
+    pub async fn write(&self, bytes: &[u8]) -> io::Result<usize> {
+        self.write_with(|stream| (&*stream).write(bytes)).await
+    }
+
+    pub async fn write_all(&self, mut bytes: &[u8]) -> io::Result<()> {
+        while !bytes.is_empty() {
+            match self.write(bytes).await? {
+                0 => return Err(io::ErrorKind::WriteZero.into()),
+                sent => bytes = &bytes[sent..], // a partial write is normal: go on
+            }
+        }
+        Ok(())
+    }
+}
+// ANCHOR_END: stream

@@ -1,0 +1,200 @@
+//! Cooperative tools for tasks to wait on each other, gevent's and asyncio's classics, each
+//! used by the server for a real purpose:
+//!
+//! - [`Event`]: a flag that, once set, stays set; tasks wait until it is. The graceful
+//!   shutdown: every connection waits on it along with its reads.
+//! - [`Semaphore`]: at most N holders at once; the others wait their turn, first come first
+//!   served. At most `--upstream-limit` fetches from the upstream at once.
+//! - [`Queue`]: values put in by one task, taken out by another, who waits while it is
+//!   empty. The thread pool's results, back to the tasks that wait for them.
+//!
+//! All single-threaded (`Rc`, `RefCell`): they coordinate the tasks of one loop. Each
+//! waiting future has one place in a [`Line`], however often it is polled, and gives it up
+//! when it is dropped (its task ended, or it lost a race), so nobody waits for a task that
+//! has gone. A line is fair: whoever came first is served first.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::future::{poll_fn, Future};
+use std::pin::pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+/// The tasks waiting for something, in the order they came, by place number.
+#[derive(Default)]
+struct Line {
+    waiting: VecDeque<(u64, Waker)>,
+    next: u64,
+}
+
+impl Line {
+    /// Takes a place for a future (`place` is its number, once it has one), or refreshes
+    /// the waker of the place it has.
+    fn join(&mut self, place: &Cell<Option<u64>>, cx: &mut Context) {
+        let mine = self.waiting.iter_mut().find(|(at, _)| Some(*at) == place.get());
+        match mine {
+            Some((_, waker)) => waker.clone_from(cx.waker()),
+            None => {
+                place.set(Some(self.next));
+                self.waiting.push_back((self.next, cx.waker().clone()));
+                self.next += 1;
+            }
+        }
+    }
+
+    /// May `place` be served now? Only the first in line, or anyone if nobody waits.
+    fn may_go(&self, place: &Cell<Option<u64>>) -> bool {
+        self.waiting.front().is_none_or(|(first, _)| Some(*first) == place.get())
+    }
+
+    /// Leaves the line (served, or gone), and wakes whoever is first now.
+    fn leave(&mut self, place: &Cell<Option<u64>>) {
+        if let Some(id) = place.take() {
+            self.waiting.retain(|(at, _)| *at != id);
+        }
+        self.wake_first();
+    }
+
+    fn wake_first(&self) {
+        if let Some((_, waker)) = self.waiting.front() {
+            waker.wake_by_ref();
+        }
+    }
+}
+
+/// Runs a closure when dropped: how a waiting future gives up its place in line, whether
+/// it was served or dropped halfway.
+struct OnDrop<F: FnMut()>(F);
+
+impl<F: FnMut()> Drop for OnDrop<F> {
+    fn drop(&mut self) {
+        (self.0)()
+    }
+}
+
+// ANCHOR: event
+/// A flag that tasks can wait for. Cloning gives another handle to the same flag.
+#[derive(Clone, Default)]
+pub struct Event(Rc<RefCell<(bool, Line)>>);
+
+impl Event {
+    /// Sets it, and wakes every task waiting for it.
+    pub fn set(&self) {
+        let mut event = self.0.borrow_mut();
+        event.0 = true;
+        event.1.waiting.drain(..).for_each(|(_, waker)| waker.wake());
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.0.borrow().0
+    }
+
+    /// Runs `future`, unless the flag is set first: `None` then, and `future` is dropped.
+    pub async fn cancels<F: Future>(&self, future: F) -> Option<F::Output> {
+        let (mut future, mut set) = (pin!(future), pin!(self.wait()));
+        poll_fn(|cx| {
+            if let Poll::Ready(output) = future.as_mut().poll(cx) {
+                return Poll::Ready(Some(output));
+            }
+            set.as_mut().poll(cx).map(|()| None)
+        })
+        .await
+    }
+
+    /// Ready once the flag is set.
+    pub async fn wait(&self) {
+        let place = Cell::new(None);
+        let _leave = OnDrop(|| self.0.borrow_mut().1.leave(&place));
+        poll_fn(|cx| {
+            let mut event = self.0.borrow_mut();
+            if event.0 {
+                return Poll::Ready(());
+            }
+            event.1.join(&place, cx);
+            Poll::Pending
+        })
+        .await
+    }
+}
+// ANCHOR_END: event
+
+// ANCHOR: semaphore
+/// At most `permits` holders at once; the others wait, first come first served.
+#[derive(Clone)]
+pub struct Semaphore(Rc<RefCell<(usize, Line)>>);
+
+/// A permit: held until dropped.
+pub struct Permit(Semaphore);
+
+impl Semaphore {
+    pub fn new(permits: usize) -> Semaphore {
+        Semaphore(Rc::new(RefCell::new((permits, Line::default()))))
+    }
+
+    /// A permit, once one is free and everyone who asked before has had theirs.
+    pub async fn acquire(&self) -> Permit {
+        let place = Cell::new(None);
+        let _leave = OnDrop(|| self.0.borrow_mut().1.leave(&place));
+        poll_fn(|cx| {
+            let mut semaphore = self.0.borrow_mut();
+            if semaphore.0 > 0 && semaphore.1.may_go(&place) {
+                semaphore.0 -= 1;
+                return Poll::Ready(());
+            }
+            semaphore.1.join(&place, cx);
+            Poll::Pending
+        })
+        .await;
+        Permit(self.clone())
+    }
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        let mut semaphore = (self.0).0.borrow_mut();
+        semaphore.0 += 1;
+        semaphore.1.wake_first();
+    }
+}
+// ANCHOR_END: semaphore
+
+// ANCHOR: queue
+/// Values in, values out, in order; a taker waits while it is empty.
+pub struct Queue<T>(Rc<RefCell<(VecDeque<T>, Line)>>);
+
+impl<T> Clone for Queue<T> {
+    fn clone(&self) -> Self {
+        Queue(self.0.clone())
+    }
+}
+
+impl<T> Queue<T> {
+    pub fn new() -> Queue<T> {
+        Queue(Rc::new(RefCell::new((VecDeque::new(), Line::default()))))
+    }
+
+    /// Puts `value` in, and wakes the first task waiting to take one.
+    pub fn push(&self, value: T) {
+        let mut queue = self.0.borrow_mut();
+        queue.0.push_back(value);
+        queue.1.wake_first();
+    }
+
+    /// The next value, as soon as there is one and everyone before has had theirs.
+    pub async fn pop(&self) -> T {
+        let place = Cell::new(None);
+        let _leave = OnDrop(|| self.0.borrow_mut().1.leave(&place));
+        poll_fn(|cx| {
+            let mut queue = self.0.borrow_mut();
+            if queue.1.may_go(&place) {
+                if let Some(value) = queue.0.pop_front() {
+                    return Poll::Ready(value);
+                }
+            }
+            queue.1.join(&place, cx);
+            Poll::Pending
+        })
+        .await
+    }
+}
+// ANCHOR_END: queue
