@@ -1,9 +1,8 @@
 //! One client, remembered between turns of the loop.
 //!
-//! A blocking server keeps a client's progress on the stack: it sits inside `read` until
-//! the request is in. A non-blocking server returns to `poll` after every step, so the
-//! progress must live somewhere else: here. A `Connection` holds the bytes received so far,
-//! the bytes still to send, and which of these states it is in:
+//! A blocking server keeps a client's progress on the stack, inside `read`. A non-blocking
+//! one returns to `poll` after every step, so the progress lives here: the bytes received
+//! so far, the bytes still to send, and which of these states the connection is in:
 //!
 //! ```text
 //!   Reading ──last request answered──▶ Writing ──all sent──▶ Lingering ──client closed──▶ Done
@@ -13,9 +12,8 @@
 //! ```
 //!
 //! New in chapter 3: the event loop calls the connection (the `Handler` impl at the end),
-//! and a connection serves many requests: HTTP/1.1 keeps it open unless a request says
-//! `Connection: close`, and a client may send several requests without waiting for the
-//! answers ("pipelining"). They are answered in order.
+//! and a connection serves many requests: it stays open unless one says `Connection: close`
+//! (keep-alive), and may bring several at once, answered in order (pipelining).
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -82,37 +80,22 @@ impl Connection {
 
     /// What the loop should watch for on this socket.
     pub fn interest(&self) -> Interest {
-        let mut interest = Interest::NONE;
-        // Readable, always: that is also how we learn that a client went away. Except
-        // after end-of-file, which stays "readable" forever and would make `poll` return
-        // at once on every turn, a busy loop. And except while much output waits: not
-        // reading pushes back on a client that sends requests but never reads the answers.
-        if !self.peer_closed && self.pending_output() <= MAX_PENDING_OUTPUT {
-            interest.readable = true;
-        }
-        // Writable only while we have something to write. A socket has room to write
-        // almost all the time, so asking always would also wake us on every turn.
-        if self.pending_output() > 0 {
-            interest.writable = true;
-        }
-        interest
+        // Readable, always: that is also how we learn that a client went away. Except after
+        // end-of-file, which stays "readable" forever (a busy loop), and while much output
+        // waits: not reading pushes back on a client that never reads our answers.
+        let readable = !self.peer_closed && self.pending_output() <= MAX_PENDING_OUTPUT;
+        // Writable only with something to write: asking always would wake us every turn too.
+        Interest { readable, writable: self.pending_output() > 0 }
     }
 
-    /// The socket has bytes for us (or end-of-file). Read once: `poll` is level-triggered,
-    /// so if more is waiting it will simply report the socket again on the next turn.
+    /// Reads once: `poll` is level-triggered, and reports the socket again if more is waiting.
     fn read_request(&mut self) {
         let mut chunk = [0u8; 16 * 1024];
         let count = match self.stream.read(&mut chunk) {
             Ok(count) => count,
             // Nothing there after all, or a signal interrupted us: try again next turn.
-            Err(error)
-                if matches!(
-                    error.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-                ) =>
-            {
-                return
-            }
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => return,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => return,
             Err(error) => {
                 trace!("fd {}: read failed: {error}", self.fd());
                 self.state = State::Done;
@@ -130,9 +113,8 @@ impl Connection {
             return;
         }
         if self.state != State::Reading {
-            // The last request is answered, so anything after it is thrown away, up to a
-            // limit, rather than stored: a client that keeps sending must not make us use
-            // more and more memory.
+            // The last request is answered: throw away what follows, up to a limit, rather
+            // than store it, or a client that keeps sending could use up our memory.
             self.discarded += count;
             if self.discarded > MAX_DISCARD {
                 self.state = State::Done;
@@ -164,19 +146,16 @@ impl Connection {
                 Parse::Incomplete => break, // wait for more bytes
             }
         }
-        // Forget the answered requests; the rest waits for more bytes, or for the client to
-        // take the output piled up.
+        // Forget the answered requests; the rest waits for more bytes, or for room to answer.
         self.received.drain(..start);
-        // Try at once instead of waiting a turn: usually the whole response fits in the
-        // socket's send buffer and we are done without ever asking for writable.
+        // Try at once, not next turn: the output usually fits in the socket's send buffer.
         self.send();
     }
 
     /// Adds the answer to one request to the output.
     fn respond(&mut self, response: &Response, mut framing: Framing, server: &mut Server) {
-        // Keep the connection if the client wants to (HTTP/1.1 unless it said
-        // `Connection: close`; HTTP/1.0 only if it said `keep-alive`), the response allows
-        // it (not an answer to a bad request), and we are not shutting down.
+        // Keep the connection if the client wants to (HTTP/1.1 unless `Connection: close`;
+        // HTTP/1.0 if `keep-alive`), the response allows it, and we are not shutting down.
         framing.keep_alive &= !response.close && server.shutdown_deadline.is_none();
         let (name, date) = (server.config.chapter, date::now());
         http::response::write_response(&mut self.out, response, &framing, name, &date);
@@ -197,8 +176,7 @@ impl Connection {
                     self.state = State::Done;
                     return;
                 }
-                // The send buffer is full: the client reads slower than we write. Stop
-                // here; the loop calls `on_writable` when there is room again.
+                // The send buffer is full: stop; the loop calls `on_writable` when there is room.
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => return,
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
                 Err(error) => {
@@ -221,11 +199,10 @@ impl Connection {
         }
     }
 
-    /// Closes without losing the response. Closing while the client still has bytes on
-    /// their way to us (a pipelined request, the rest of a rejected body) makes the kernel
-    /// send a reset, which can destroy the response before the client has read it. So we
-    /// shut our sending side, wait for the client to close its side (reading and throwing
-    /// away whatever still comes), and only then close. nginx calls this a lingering close.
+    /// Closes without losing the response. Closing while the client is still sending (a
+    /// pipelined request, a rejected body) makes the kernel send a reset, which can destroy
+    /// the response unread. So we shut our side, wait for the client to close its own
+    /// (throwing away what still comes), then close: nginx's "lingering close".
     fn start_lingering(&mut self) {
         let _ = self.stream.shutdown(Shutdown::Write);
         self.state = if self.peer_closed { State::Done } else { State::Lingering };
@@ -257,7 +234,6 @@ impl Connection {
 }
 
 // ANCHOR: callbacks
-/// How the event loop drives a connection.
 impl Handler<Server> for Connection {
     fn on_readable(
         &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
@@ -281,7 +257,6 @@ impl Handler<Server> for Connection {
         server.connection_closed(event_loop);
     }
 
-    /// Waiting for a request, with nothing half-received and nothing to send.
     fn is_idle(&self) -> bool {
         self.state == State::Reading && self.received.is_empty() && self.pending_output() == 0
     }

@@ -4,8 +4,8 @@
 //!   callbacks) and an [`Interest`] (readable, writable, both), and returns a [`Token`].
 //! - [`EventLoop::set_interest`] changes what to wait for; [`EventLoop::deregister`] ends
 //!   the registration, which drops the handler and so closes its socket.
-//! - [`EventLoop::turn`] waits in `poll` (see `poll_backend.rs`), then runs the callback
-//!   of each socket that is ready, like Redis's `aeProcessEvents`. `main` calls it in a loop.
+//! - [`EventLoop::turn`] waits in `poll` (`poll_backend.rs`), then runs the callbacks of
+//!   the sockets that are ready, like Redis's `aeProcessEvents`.
 
 use std::collections::HashMap;
 use std::io;
@@ -38,16 +38,14 @@ impl Interest {
 
 // ANCHOR: handler
 /// What the loop calls back. A handler owns its socket and lends it to the loop (`AsFd`).
-/// `S` is the program's state (counters, configuration...), lent to every callback along
-/// with the loop itself: a callback must be able to change the loop (register the client
-/// it just accepted, deregister itself) while the loop is calling it, and a handler that
-/// *stored* `&mut EventLoop` would be a second mutable borrow of the loop that owns it.
+/// `S` is the program's state, lent to every callback with the loop itself: a callback may
+/// change the loop (register a client, deregister itself) while the loop calls it, which a
+/// handler that *stored* `&mut EventLoop` could not: that would be a second `&mut`.
 pub trait Handler<S>: AsFd {
     /// The socket can be read without waiting: data, end-of-file, or an error.
     fn on_readable(&mut self, event_loop: &mut EventLoop<S>, token: Token, state: &mut S);
 
-    /// The socket can be written without waiting (or has failed). Only called while the
-    /// interest includes `writable`.
+    /// The socket can be written without waiting (or has failed); only while `writable` is wanted.
     fn on_writable(&mut self, _: &mut EventLoop<S>, _: Token, _: &mut S) {}
 
     /// The registration has ended: deregistered, or its callback panicked. The last call
@@ -61,7 +59,6 @@ pub trait Handler<S>: AsFd {
 }
 // ANCHOR_END: handler
 
-/// One registered handler.
 struct Registration<S> {
     interest: Interest,
     /// `None` while its own callback runs (see `call`).
@@ -70,7 +67,6 @@ struct Registration<S> {
 
 pub struct EventLoop<S> {
     registrations: HashMap<Token, Registration<S>>,
-    /// The token the next registration gets.
     next_token: u64,
     turns: u64,
 }
@@ -100,9 +96,7 @@ impl<S> EventLoop<S> {
     /// Ends `token`'s registration: its handler's `on_close` runs, then the handler is
     /// dropped, which closes its socket. Returns whether `token` was registered.
     pub fn deregister(&mut self, token: Token, state: &mut S) -> bool {
-        let Some(registration) = self.registrations.remove(&token) else {
-            return false;
-        };
+        let Some(registration) = self.registrations.remove(&token) else { return false };
         // Not there while its own callback runs: `call` then closes it after the callback.
         if let Some(mut handler) = registration.handler {
             handler.on_close(self, token, state);
@@ -162,18 +156,14 @@ impl<S> EventLoop<S> {
     // ANCHOR: call
     /// Runs `on_readable` (or else `on_writable`) of `token`'s handler, if it still wants it.
     fn call(&mut self, token: Token, readable: bool, state: &mut S) {
-        // `poll` reported this event before any callback of the turn ran. An earlier one
-        // may since have deregistered this registration, or changed its interest. So we
-        // look again now, as Redis does with `fe->mask & mask`.
-        let Some(registration) = self.registrations.get(&token) else {
-            return;
-        };
+        // `poll` reported this before the turn's first callback, which may since have
+        // deregistered it or changed its interest: look again (Redis: `fe->mask & mask`).
+        let Some(registration) = self.registrations.get(&token) else { return };
         let interest = registration.interest;
         if !(if readable { interest.readable } else { interest.writable }) {
             return;
         }
-        let what = if readable { "readable" } else { "writable" };
-        trace!("token {} {what}", token.0);
+        trace!("token {} {}", token.0, if readable { "readable" } else { "writable" });
         self.lend(token, state, |handler, event_loop, state| {
             if readable {
                 handler.on_readable(event_loop, token, state)

@@ -1,10 +1,9 @@
 //! Chapter 3: an event loop, and a server that uses it.
 //!
 //! Chapter 2's loop becomes an [`EventLoop`] (`event_loop.rs`), as Redis has `ae.c`: we
-//! *register* a handler, an object that owns a socket, and the loop calls its `on_readable`
-//! or `on_writable` when the socket is ready. The server is three kinds of handler: the
-//! listener, each [`Connection`] (now with keep-alive and pipelining), and the signal pipe:
-//! SIGINT or SIGTERM, delivered as an ordinary event, stops the server gracefully.
+//! *register* a handler, an object that owns a socket, and the loop calls it back when the
+//! socket is ready. Three kinds of handler: the listener, each [`Connection`] (now with
+//! keep-alive and pipelining), and the signal pipe, for a graceful stop on SIGINT or SIGTERM.
 //!
 //! What is still blocking: the application's effects. `/sleep`, a slow disk and the
 //! upstream still stop the whole loop, exactly as in chapter 1. Chapter 4 fixes that.
@@ -85,7 +84,6 @@ fn main() {
 }
 
 impl Server {
-    /// The numbers `/stats` shows.
     fn stats(&self, event_loop: &EventLoop<Server>) -> Stats {
         Stats {
             connections_open: self.connections_open,
@@ -137,9 +135,8 @@ fn accept_all(
             Err(error) if error.kind() == io::ErrorKind::WouldBlock => return true,
             Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
             Err(error) if listener::is_out_of_descriptors(&error) => {
-                // The listener stays "ready" while clients wait, so polling it again at
-                // once would spin at 100% CPU doing nothing. Stop watching it instead,
-                // until one of our connections closes (`Server::connection_closed`).
+                // The listener stays "ready" while clients wait: polling it would spin at
+                // 100% CPU. Stop watching it until a connection closes (`connection_closed`).
                 log!("accept: {error}; pausing accepts");
                 return false;
             }
@@ -158,9 +155,7 @@ fn accept_all(
 /// ordinary callback, not a signal handler, so it may touch anything.
 impl Handler<Server> for Signals {
     fn on_readable(&mut self, event_loop: &mut EventLoop<Server>, _: Token, server: &mut Server) {
-        let Some(signal) = self.take() else {
-            return;
-        };
+        let Some(signal) = self.take() else { return };
         if server.shutdown_deadline.is_some() {
             return; // a second signal: the shutdown is already under way
         }

@@ -6,9 +6,8 @@
 //!   the registration, which drops the handler and so closes its socket.
 //! - [`EventLoop::add_timer`] runs a job after a delay; [`EventLoop::cancel_timer`] stops
 //!   it. New in chapter 4: the loop waits for time as well as for sockets (`timers.rs`).
-//! - [`EventLoop::turn`] waits in `poll` (see `poll_backend.rs`), then runs the callback
-//!   of each socket that is ready and the timers that are due, like Redis's
-//!   `aeProcessEvents`. `main` calls it in a loop.
+//! - [`EventLoop::turn`] waits in `poll` (`poll_backend.rs`), then runs the callbacks of
+//!   the sockets that are ready and the timers that are due, like `aeProcessEvents`.
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -43,16 +42,14 @@ impl Interest {
 
 // ANCHOR: handler
 /// What the loop calls back. A handler owns its socket and lends it to the loop (`AsFd`).
-/// `S` is the program's state (counters, configuration...), lent to every callback along
-/// with the loop itself: a callback must be able to change the loop (register the client
-/// it just accepted, deregister itself) while the loop is calling it, and a handler that
-/// *stored* `&mut EventLoop` would be a second mutable borrow of the loop that owns it.
+/// `S` is the program's state, lent to every callback with the loop itself: a callback may
+/// change the loop (register a client, deregister itself) while the loop calls it, which a
+/// handler that *stored* `&mut EventLoop` could not: that would be a second `&mut`.
 pub trait Handler<S>: AsFd + Any {
     /// The socket can be read without waiting: data, end-of-file, or an error.
     fn on_readable(&mut self, event_loop: &mut EventLoop<S>, token: Token, state: &mut S);
 
-    /// The socket can be written without waiting (or has failed). Only called while the
-    /// interest includes `writable`.
+    /// The socket can be written without waiting (or has failed); only while `writable` is wanted.
     fn on_writable(&mut self, _: &mut EventLoop<S>, _: Token, _: &mut S) {}
 
     /// The registration has ended: deregistered, or its callback panicked. The last call
@@ -66,7 +63,6 @@ pub trait Handler<S>: AsFd + Any {
 }
 // ANCHOR_END: handler
 
-/// One registered handler.
 struct Registration<S> {
     interest: Interest,
     /// `None` while its own callback runs (see `call`).
@@ -75,7 +71,6 @@ struct Registration<S> {
 
 pub struct EventLoop<S> {
     registrations: HashMap<Token, Registration<S>>,
-    /// The token the next registration gets.
     next_token: u64,
     timers: Timers<Job<S>>,
     turns: u64,
@@ -109,9 +104,7 @@ impl<S: 'static> EventLoop<S> {
     /// Ends `token`'s registration: its handler's `on_close` runs, then the handler is
     /// dropped, which closes its socket. Returns whether `token` was registered.
     pub fn deregister(&mut self, token: Token, state: &mut S) -> bool {
-        let Some(registration) = self.registrations.remove(&token) else {
-            return false;
-        };
+        let Some(registration) = self.registrations.remove(&token) else { return false };
         // Not there while its own callback runs: `call` then closes it after the callback.
         if let Some(mut handler) = registration.handler {
             handler.on_close(self, token, state);
@@ -140,8 +133,7 @@ impl<S: 'static> EventLoop<S> {
 
     // ANCHOR: turn
     /// One turn: wait until something is ready or a timer is due (at most `timeout`;
-    /// `None`: no limit of its own), then run the callbacks of everything that is ready,
-    /// then the timers that are due.
+    /// `None`: no limit), then run the callbacks of what is ready, then the due timers.
     pub fn turn(&mut self, timeout: Option<Duration>, state: &mut S) -> io::Result<()> {
         // 1. Wait, but no longer than until the nearest timer is due. This is the only
         //    place the server waits.
@@ -189,18 +181,14 @@ impl<S: 'static> EventLoop<S> {
     // ANCHOR: call
     /// Runs `on_readable` (or else `on_writable`) of `token`'s handler, if it still wants it.
     fn call(&mut self, token: Token, readable: bool, state: &mut S) {
-        // `poll` reported this event before any callback of the turn ran. An earlier one
-        // may since have deregistered this registration, or changed its interest. So we
-        // look again now, as Redis does with `fe->mask & mask`.
-        let Some(registration) = self.registrations.get(&token) else {
-            return;
-        };
+        // `poll` reported this before the turn's first callback, which may since have
+        // deregistered it or changed its interest: look again (Redis: `fe->mask & mask`).
+        let Some(registration) = self.registrations.get(&token) else { return };
         let interest = registration.interest;
         if !(if readable { interest.readable } else { interest.writable }) {
             return;
         }
-        let what = if readable { "readable" } else { "writable" };
-        trace!("token {} {what}", token.0);
+        trace!("token {} {}", token.0, if readable { "readable" } else { "writable" });
         self.lend(token, state, |handler, event_loop, state| {
             if readable {
                 handler.on_readable(event_loop, token, state)
@@ -210,9 +198,8 @@ impl<S: 'static> EventLoop<S> {
         });
     }
 
-    /// Lends `token`'s handler to `f`, if it is still registered: lifts it out of its
-    /// registration while `f` runs, so that `f` can have `&mut self` (the whole loop)
-    /// without the loop also holding the handler.
+    /// Lends `token`'s handler to `f`: lifts it out of its registration while `f` runs, so
+    /// that `f` can have `&mut self` (the whole loop) without the loop also holding it.
     fn lend(
         &mut self, token: Token, state: &mut S,
         f: impl FnOnce(&mut dyn Handler<S>, &mut EventLoop<S>, &mut S),
@@ -239,9 +226,8 @@ impl<S: 'static> EventLoop<S> {
     // ANCHOR_END: call
 
     // ANCHOR: with_handler
-    /// Lends `token`'s handler to `f` as what it is, an `H` (a `Connection`, say), if it
-    /// is still registered. This is how a timer calls back the connection that set it: the
-    /// timer holds the connection's token, never the connection itself, which the loop owns.
+    /// Lends `token`'s handler to `f` as what it is, an `H` (a `Connection`, say), if still
+    /// registered: how a timer, which holds a token and never the handler, calls it back.
     pub fn with_handler<H: Handler<S>>(
         &mut self, token: Token, state: &mut S,
         f: impl FnOnce(&mut H, &mut EventLoop<S>, Token, &mut S),

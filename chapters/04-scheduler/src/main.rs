@@ -91,7 +91,6 @@ fn main() {
 }
 
 impl Server {
-    /// The numbers `/stats` shows.
     fn stats(&self, event_loop: &EventLoop<Server>) -> Stats {
         Stats {
             connections_open: self.connections_open,
@@ -146,9 +145,8 @@ fn accept_all(
             Err(error) if error.kind() == io::ErrorKind::WouldBlock => return true,
             Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
             Err(error) if listener::is_out_of_descriptors(&error) => {
-                // The listener stays "ready" while clients wait, so polling it again at
-                // once would spin at 100% CPU doing nothing. Stop watching it instead,
-                // until one of our connections closes (`Server::connection_closed`).
+                // The listener stays "ready" while clients wait: polling it would spin at
+                // 100% CPU. Stop watching it until a connection closes (`connection_closed`).
                 log!("accept: {error}; pausing accepts");
                 return false;
             }
@@ -167,9 +165,7 @@ fn accept_all(
 /// ordinary callback, not a signal handler, so it may touch anything.
 impl Handler<Server> for Signals {
     fn on_readable(&mut self, event_loop: &mut EventLoop<Server>, _: Token, server: &mut Server) {
-        let Some(signal) = self.take() else {
-            return;
-        };
+        let Some(signal) = self.take() else { return };
         if server.shutdown_deadline.is_some() {
             return; // a second signal: the shutdown is already under way
         }
@@ -203,11 +199,7 @@ enum Reply {
 /// A request's work in flight, kept by its connection to stop it should the client leave.
 enum Effect {
     Sleep(TimerId),
-    /// The upstream's socket, and its 504 timer.
-    Upstream {
-        socket: Token,
-        timeout: TimerId,
-    },
+    Upstream { socket: Token, timeout: TimerId }, // the upstream's socket, and its 504 timer
 }
 
 impl Effect {

@@ -17,9 +17,8 @@ pub struct TimerId(u64);
 
 // ANCHOR: timers
 pub struct Timers<T> {
-    /// Every deadline, soonest on top: a heap, because the loop only needs the nearest one
-    /// (O(1) to see, O(log n) to add or take). `Reverse` makes the max-heap a min-heap, and
-    /// equal deadlines come out in the order they were added: the id breaks the tie.
+    /// Every deadline, soonest on top: a heap, as the loop only needs the nearest (O(1) to
+    /// see, O(log n) to add or take). `Reverse` makes it a min-heap; ties go by id, oldest first.
     heap: BinaryHeap<Reverse<(Instant, TimerId)>>,
     /// The timers still wanted, and their payloads. Cancelling removes a timer from here
     /// only; its heap entry is skipped when it comes to the top.
@@ -54,7 +53,6 @@ impl<T> Timers<T> {
         cancelled
     }
 
-    /// How many timers are pending (for `/stats`).
     pub fn len(&self) -> usize {
         self.pending.len()
     }

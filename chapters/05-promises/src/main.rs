@@ -1,14 +1,10 @@
 //! Chapter 5: promises, so that code which waits reads top to bottom.
 //!
-//! As in chapter 4, an [`EventLoop`] calls back its handlers (the listener, each
-//! [`Connection`], the signal pipe) and runs timers. New here (`promise.rs`): a `Deferred`
-//! that settles once, and the `Promise` it hands out, to which the next step is chained
-//! with `then` and `and_then`; the steps run from the loop's ready queue. With them,
-//! chapter 4's callbacks become chains:
-//!
-//! - `/sleep` is `delay(ms).then(slept)` (see `run_app`).
-//! - `/upstream/`, chapter 4's nested callbacks, is one flat chain, connect, send, read,
-//!   raced against a 5 s `delay` for its 504 (`upstream.rs`).
+//! As in chapter 4, an [`EventLoop`] calls back its handlers and runs timers. New here
+//! (`promise.rs`): a `Deferred` settles once, and the `Promise` it handed out runs the next
+//! step, chained with `then` and `and_then`, from the loop's ready queue. So `/sleep` is
+//! `delay(ms).then(slept)` (see `run_app`), and `/upstream/`, chapter 4's nested callbacks,
+//! is one flat chain raced against a 5 s `delay` for its 504 (`upstream.rs`).
 //!
 //! What still blocks: files. `files::load` reads the disk right here in the loop, so a
 //! slow disk (`--fs-delay-ms`) still holds everyone up. Chapter 6 moves that to threads.
@@ -97,7 +93,6 @@ fn main() {
 }
 
 impl Server {
-    /// The numbers `/stats` shows.
     fn stats(&self, event_loop: &EventLoop<Server>) -> Stats {
         Stats {
             connections_open: self.connections_open,
@@ -152,9 +147,8 @@ fn accept_all(
             Err(error) if error.kind() == io::ErrorKind::WouldBlock => return true,
             Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
             Err(error) if listener::is_out_of_descriptors(&error) => {
-                // The listener stays "ready" while clients wait, so polling it again at
-                // once would spin at 100% CPU doing nothing. Stop watching it instead,
-                // until one of our connections closes (`Server::connection_closed`).
+                // The listener stays "ready" while clients wait: polling it would spin at
+                // 100% CPU. Stop watching it until a connection closes (`connection_closed`).
                 log!("accept: {error}; pausing accepts");
                 return false;
             }
@@ -173,9 +167,7 @@ fn accept_all(
 /// ordinary callback, not a signal handler, so it may touch anything.
 impl Handler<Server> for Signals {
     fn on_readable(&mut self, event_loop: &mut EventLoop<Server>, _: Token, server: &mut Server) {
-        let Some(signal) = self.take() else {
-            return;
-        };
+        let Some(signal) = self.take() else { return };
         if server.shutdown_deadline.is_some() {
             return; // a second signal: the shutdown is already under way
         }
@@ -192,9 +184,8 @@ impl Handler<Server> for Signals {
 }
 // ANCHOR_END: shutdown
 
-/// Formats the `Date` header anew, once a second: formatting it for every response would
-/// be wasted work (nginx and hyper cache it too). A timer that sets the next one before it
-/// ends is a periodic timer; each beat comes a little late, which a date does not mind.
+/// Formats the `Date` header anew, once a second (nginx caches it too). A timer that sets
+/// the next one is a periodic timer; each beat comes a little late, which a date does not mind.
 fn refresh_date(event_loop: &mut EventLoop<Server>, server: &mut Server) {
     server.date = date::now();
     event_loop.add_timer(Duration::from_secs(1), refresh_date);
@@ -210,11 +201,7 @@ enum Reply {
 /// A request's work in flight, kept by its connection to stop it should the client leave.
 enum Effect {
     Sleep(TimerId),
-    /// The upstream's socket, and its 504 timer.
-    Upstream {
-        socket: Token,
-        timeout: TimerId,
-    },
+    Upstream { socket: Token, timeout: TimerId }, // the upstream's socket, and its 504 timer
 }
 
 impl Effect {
@@ -230,8 +217,7 @@ impl Effect {
 }
 
 /// Asks the application what to do, and starts doing it. `/sleep` and the upstream answer
-/// later, through a promise whose last step hands the answer to the connection `token`.
-/// Files still block until chapter 6.
+/// later, through a promise. Files still block until chapter 6.
 fn run_app(
     request: &http::Request, event_loop: &mut EventLoop<Server>, token: Token, server: &Server,
 ) -> Reply {

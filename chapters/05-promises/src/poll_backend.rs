@@ -31,9 +31,8 @@ pub fn wait<'fd>(
         let mut flags = PollFlags::empty();
         flags.set(PollFlags::POLLIN, interest.readable);
         flags.set(PollFlags::POLLOUT, interest.writable);
-        // Waiting for nothing: leave it out. Asking `poll` for no events is not enough,
-        // since errors and hang-ups are reported even then, and a socket that has hung up
-        // would wake us on every turn.
+        // Waiting for nothing: leave it out. `poll` reports errors and hang-ups even then,
+        // and a socket that has hung up would wake us on every turn.
         if !flags.is_empty() {
             fds.push(PollFd::new(fd, flags));
             tokens.push(token); // `poll` answers by position in `fds`; we want tokens
@@ -51,9 +50,8 @@ pub fn wait<'fd>(
     let mut events = Vec::new();
     for (fd, token) in fds.iter().zip(tokens) {
         let revents = fd.revents().unwrap_or(PollFlags::empty());
-        // An error or hang-up is reported as both readable and writable, as Redis's
-        // backends do. The handler's next `read` or `write` then meets the problem itself
-        // (end-of-file, ECONNRESET, EPIPE) on the path it already has.
+        // An error or hang-up counts as readable and writable, as in Redis: the handler's
+        // next `read` or `write` meets the problem (EOF, ECONNRESET, EPIPE) on its own path.
         let failed = revents.intersects(PollFlags::POLLERR | PollFlags::POLLHUP);
         if failed || revents.intersects(PollFlags::POLLIN | PollFlags::POLLOUT) {
             events.push(Event {

@@ -1,14 +1,10 @@
 //! Chapter 6: a thread pool, so that a slow disk holds up only the requests that read it.
 //!
-//! As in chapter 5, an [`EventLoop`] calls back its handlers (the listener, each
-//! [`Connection`], the signal pipe), runs timers, and runs promise steps from its ready
-//! queue; `/sleep` and `/upstream/` are promise chains.
-//!
-//! New here: files no longer block. Chapter 5 still read them right here in the loop, so a
-//! slow disk (`--fs-delay-ms`) held everyone up. Now a `ThreadPool` (`thread_pool.rs`) of
-//! `--workers` threads runs the blocking calls, and wakes the loop through a waker,
-//! registered like any socket, when a job is done. On top of it, `fs.rs` turns a file read
-//! into a promise. At most `--queue-limit` jobs wait for a worker; past that, 503.
+//! As in chapter 5, an [`EventLoop`] calls back its handlers, runs timers, and runs promise
+//! steps; `/sleep` and `/upstream/` are promise chains. New here: files no longer block. A
+//! `ThreadPool` (`thread_pool.rs`) of `--workers` threads runs the blocking calls and wakes
+//! the loop through a waker, registered like any socket, when a job is done; `fs.rs` turns
+//! a file read into a promise. At most `--queue-limit` jobs wait for a worker; past that, 503.
 
 mod connection;
 mod event_loop;
@@ -87,7 +83,6 @@ fn main() {
     event_loop.register(signals, Interest::READABLE);
     server.listener = Some(event_loop.register(listener, Interest::READABLE));
     event_loop.add_timer(Duration::from_secs(1), refresh_date);
-    // The pool's waker, watched like any socket (see the `Handler` impl for it below).
     event_loop.register(server.files.pool.waker(), Interest::READABLE);
     // The loop: turn until a graceful shutdown is over (see `Signals::on_readable`).
     loop {
@@ -109,7 +104,6 @@ fn main() {
 }
 
 impl Server {
-    /// The numbers `/stats` shows.
     fn stats(&self, event_loop: &EventLoop<Server>) -> Stats {
         Stats {
             connections_open: self.connections_open,
@@ -118,6 +112,7 @@ impl Server {
             timers_pending: event_loop.timers_pending() as u64,
             jobs_queued: self.files.pool.load().0 as u64,
             jobs_running: self.files.pool.load().1 as u64,
+            ..Stats::default() // one way to wait: chapter 7 chooses between two
         }
     }
 
@@ -165,9 +160,8 @@ fn accept_all(
             Err(error) if error.kind() == io::ErrorKind::WouldBlock => return true,
             Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
             Err(error) if listener::is_out_of_descriptors(&error) => {
-                // The listener stays "ready" while clients wait, so polling it again at
-                // once would spin at 100% CPU doing nothing. Stop watching it instead,
-                // until one of our connections closes (`Server::connection_closed`).
+                // The listener stays "ready" while clients wait: polling it would spin at
+                // 100% CPU. Stop watching it until a connection closes (`connection_closed`).
                 log!("accept: {error}; pausing accepts");
                 return false;
             }
@@ -186,9 +180,7 @@ fn accept_all(
 /// ordinary callback, not a signal handler, so it may touch anything.
 impl Handler<Server> for Signals {
     fn on_readable(&mut self, event_loop: &mut EventLoop<Server>, _: Token, server: &mut Server) {
-        let Some(signal) = self.take() else {
-            return;
-        };
+        let Some(signal) = self.take() else { return };
         if server.shutdown_deadline.is_some() {
             return; // a second signal: the shutdown is already under way
         }
@@ -214,9 +206,8 @@ impl Handler<Server> for Arc<Waker> {
 }
 // ANCHOR_END: pool_waker
 
-/// Formats the `Date` header anew, once a second: formatting it for every response would
-/// be wasted work (nginx and hyper cache it too). A timer that sets the next one before it
-/// ends is a periodic timer; each beat comes a little late, which a date does not mind.
+/// Formats the `Date` header anew, once a second (nginx caches it too). A timer that sets
+/// the next one is a periodic timer; each beat comes a little late, which a date does not mind.
 fn refresh_date(event_loop: &mut EventLoop<Server>, server: &mut Server) {
     server.date = date::now();
     event_loop.add_timer(Duration::from_secs(1), refresh_date);
@@ -232,14 +223,8 @@ enum Reply {
 /// A request's work in flight, kept by its connection to stop it should the client leave.
 enum Effect {
     Sleep(TimerId),
-    /// The upstream's socket, and its 504 timer.
-    Upstream {
-        socket: Token,
-        timeout: TimerId,
-    },
-    /// New in chapter 6: nothing to stop. The job runs to its end; its answer finds
-    /// nobody if the client has gone.
-    ReadFile,
+    Upstream { socket: Token, timeout: TimerId }, // the upstream's socket, and its 504 timer
+    ReadFile, // new in chapter 6: nothing to stop; the job runs to its end, unheard if need be
 }
 
 impl Effect {
@@ -256,8 +241,7 @@ impl Effect {
 }
 
 /// Asks the application what to do, and starts doing it. `/sleep`, the upstream and (new in
-/// chapter 6) files answer later, through a promise whose last step hands the answer to
-/// the connection `token`.
+/// chapter 6) files answer later, through a promise.
 fn run_app(
     request: &http::Request, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
 ) -> Reply {
