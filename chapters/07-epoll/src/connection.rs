@@ -1,9 +1,8 @@
 //! One client, remembered between turns of the loop.
 //!
-//! A blocking server keeps a client's progress on the stack: it sits inside `read` until
-//! the request is in. A non-blocking server returns to `poll` after every step, so the
-//! progress must live somewhere else: here. A `Connection` holds the bytes received so far,
-//! the bytes still to send, and which of these states it is in:
+//! A blocking server keeps a client's progress on the stack, inside `read`. A non-blocking
+//! one returns to `poll` after every step, so the progress lives here: the bytes received
+//! so far, the bytes still to send, and which of these states the connection is in:
 //!
 //! ```text
 //!   Reading ──last request answered──▶ Writing ──all sent──▶ Lingering ──client closed──▶ Done
@@ -13,13 +12,11 @@
 //! ```
 //!
 //! Since chapter 3: the event loop calls the connection (the `Handler` impl at the end),
-//! and a connection serves many requests: HTTP/1.1 keeps it open unless a request says
-//! `Connection: close`, and a client may send several requests without waiting for the
-//! answers ("pipelining"). They are answered in order.
+//! and a connection serves many requests: it stays open unless one says `Connection: close`
+//! (keep-alive), and may bring several at once, answered in order (pipelining).
 //!
-//! New in chapter 4, time. A request may wait (`/sleep`, `/upstream/`), with the ones
-//! pipelined behind it, for its answer to come through [`Connection::answer`]. And a
-//! client has only so long to make its move (see `deadline`).
+//! New in chapter 4, time: a request may wait (`/sleep`, `/upstream/`), and those pipelined
+//! behind it, for [`Connection::answer`]; and a client has only so long to act (`deadline`).
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -70,8 +67,7 @@ pub struct Connection {
     discarded: usize,
     /// A request whose answer comes later, and how to frame that answer.
     waiting: Option<(Effect, Framing)>,
-    /// When the client's clock started: at connect, or when we last gave it output, or it
-    /// last took some. Its timeouts count from here (see `deadline`).
+    /// Its timeouts count from here: connect, or the last output we gave it or it took.
     since: Instant,
     /// The timer that enforces the deadline, and when it fires.
     deadline_timer: Option<(Instant, TimerId)>,
@@ -106,40 +102,26 @@ impl Connection {
 
     /// What the loop should watch for on this socket.
     pub fn interest(&self) -> Interest {
-        let mut interest = Interest::NONE;
-        // Readable, always: that is also how we learn that a client went away. Except
-        // after end-of-file, which stays "readable" forever and would make `poll` return
-        // at once on every turn, a busy loop. And except while much output waits: not
-        // reading pushes back on a client that sends requests but never reads the answers.
+        // Readable, always: that is also how we learn that a client went away. Except after
+        // end-of-file, which stays "readable" forever (a busy loop), and while much output
+        // waits: not reading pushes back on a client that never reads our answers.
         // The same while a request waits and many more queue up behind it, unparsed.
         let busy = self.waiting.is_some() || self.download.is_some();
         let queue_full = busy && self.received.len() > MAX_PENDING_OUTPUT;
-        if !self.peer_closed && self.pending_output() <= MAX_PENDING_OUTPUT && !queue_full {
-            interest.readable = true;
-        }
-        // Writable only while we have something to write. A socket has room to write
-        // almost all the time, so asking always would also wake us on every turn.
-        if self.pending_output() > 0 {
-            interest.writable = true;
-        }
-        interest
+        let readable =
+            !self.peer_closed && self.pending_output() <= MAX_PENDING_OUTPUT && !queue_full;
+        // Writable only with something to write: asking always would wake us every turn too.
+        Interest { readable, writable: self.pending_output() > 0 }
     }
 
-    /// The socket has bytes for us (or end-of-file). Read once: `poll` is level-triggered,
-    /// so if more is waiting it will simply report the socket again on the next turn.
+    /// Reads once: `poll` is level-triggered, and reports the socket again if more is waiting.
     fn read_request(&mut self) {
         let mut chunk = [0u8; 16 * 1024];
         let count = match self.stream.read(&mut chunk) {
             Ok(count) => count,
             // Nothing there after all, or a signal interrupted us: try again next turn.
-            Err(error)
-                if matches!(
-                    error.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-                ) =>
-            {
-                return
-            }
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => return,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => return,
             Err(error) => {
                 trace!("fd {}: read failed: {error}", self.fd());
                 self.state = State::Done;
@@ -157,9 +139,8 @@ impl Connection {
             return;
         }
         if self.state != State::Reading {
-            // The last request is answered, so anything after it is thrown away, up to a
-            // limit, rather than stored: a client that keeps sending must not make us use
-            // more and more memory.
+            // The last request is answered: throw away what follows, up to a limit, rather
+            // than store it, or a client that keeps sending could use up our memory.
             self.discarded += count;
             if self.discarded > MAX_DISCARD {
                 self.state = State::Done;
@@ -187,9 +168,8 @@ impl Connection {
                     let framing = Framing::for_request(&request);
                     match super::run_app(&request, event_loop, token, server) {
                         Reply::Now(response) => self.respond(&response, framing, server),
-                        // The answer comes later, through `answer`. Until then this request
-                        // keeps its place in line: the ones pipelined behind it stay in
-                        // `received`, so that the answers still go out in order.
+                        // The answer comes later, through `answer`; the requests pipelined
+                        // behind it wait in `received`, so the answers still go out in order.
                         Reply::Later(effect) => self.waiting = Some((effect, framing)),
                     }
                 }
@@ -202,21 +182,17 @@ impl Connection {
                 Parse::Incomplete => break, // wait for more bytes
             }
         }
-        // Forget the answered requests; the rest waits for more bytes, or for the client to
-        // take the output piled up.
+        // Forget the answered requests; the rest waits for more bytes, or for room to answer.
         self.received.drain(..start);
-        // Try at once instead of waiting a turn: usually the whole response fits in the
-        // socket's send buffer and we are done without ever asking for writable.
+        // Try at once, not next turn: the output usually fits in the socket's send buffer.
         self.send();
     }
 
     /// Adds the answer to one request to the output.
     fn respond(&mut self, response: &Response, mut framing: Framing, server: &mut Server) {
-        // Keep the connection if the client wants to (HTTP/1.1 unless it said
-        // `Connection: close`; HTTP/1.0 only if it said `keep-alive`), the response allows
-        // it (not an answer to a bad request), and we are not shutting down.
+        // Keep the connection if the client wants to (HTTP/1.1 unless `Connection: close`;
+        // HTTP/1.0 if `keep-alive`), the response allows it, and we are not shutting down.
         framing.keep_alive &= !response.close && server.shutdown_deadline.is_none();
-        // The `Date` is formatted once a second (see `refresh_date`), not per response.
         let (name, date) = (server.config.chapter, &server.date);
         http::response::write_response(&mut self.out, response, &framing, name, date);
         server.requests_served += 1;
@@ -240,8 +216,7 @@ impl Connection {
                     self.state = State::Done;
                     return;
                 }
-                // The send buffer is full: the client reads slower than we write. Stop
-                // here; the loop calls `on_writable` when there is room again.
+                // The send buffer is full: stop; the loop calls `on_writable` when there is room.
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => return,
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
                 Err(error) => {
@@ -264,11 +239,10 @@ impl Connection {
         }
     }
 
-    /// Closes without losing the response. Closing while the client still has bytes on
-    /// their way to us (a pipelined request, the rest of a rejected body) makes the kernel
-    /// send a reset, which can destroy the response before the client has read it. So we
-    /// shut our sending side, wait for the client to close its side (reading and throwing
-    /// away whatever still comes), and only then close. nginx calls this a lingering close.
+    /// Closes without losing the response. Closing while the client is still sending (a
+    /// pipelined request, a rejected body) makes the kernel send a reset, which can destroy
+    /// the response unread. So we shut our side, wait for the client to close its own
+    /// (throwing away what still comes), then close: nginx's "lingering close".
     fn start_lingering(&mut self) {
         let _ = self.stream.shutdown(Shutdown::Write);
         self.state = if self.peer_closed { State::Done } else { State::Lingering };
@@ -280,9 +254,8 @@ impl Connection {
         &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
     ) {
         // Nothing left to answer or send. Finish if the client shut its side (no request
-        // can come), or if we are shutting down and no request has begun. (A client that
-        // shuts its side while a request waits gets its answer first: it may have only
-        // half-closed. If it left, writing the answer fails, and that ends it.)
+        // can come), or if we are shutting down and no request has begun. (One that shut
+        // its side while a request waits still gets the answer: it may have half-closed.)
         let no_more =
             self.peer_closed || (server.shutdown_deadline.is_some() && self.received.is_empty());
         if self.state == State::Reading
@@ -299,11 +272,10 @@ impl Connection {
         }
         event_loop.set_interest(token, self.interest());
         self.read_more(event_loop, token, server); // new in chapter 6: see `download.rs`
-                                                   // Arm the deadline timer if the deadline is now earlier than the timer. (A timer
-                                                   // that fires early, because the deadline moved later, just checks and re-arms.)
-        let Some(deadline) = self.deadline(&server.config) else {
-            return;
-        };
+
+        // Arm the deadline timer if the deadline is now earlier. (A timer that fires early,
+        // the deadline having moved later, just checks and re-arms.)
+        let Some(deadline) = self.deadline(&server.config) else { return };
         if self.deadline_timer.is_some_and(|(armed, _)| armed <= deadline) {
             return;
         }
@@ -322,14 +294,12 @@ impl Connection {
     /// When this client runs out of time. `None` while a request waits for its answer:
     /// that time is ours, not the client's.
     fn deadline(&self, config: &Config) -> Option<Instant> {
-        let limit = if self.waiting.is_some() || (self.reading_file() && self.pending_output() == 0)
-        {
+        let limit = if self.waiting.is_some() || self.reading_file() {
             return None;
         } else if self.pending_output() > 0 {
             config.send_timeout // it must take our output
         } else if self.received.is_empty() {
-            // Idle: no request begun. On a new connection the header timeout applies, on a
-            // kept-alive one the keep-alive timeout; either way, the shorter one will do.
+            // Idle: new (header timeout) or kept alive (keep-alive timeout); the shorter will do.
             config.keep_alive_timeout.min(config.header_timeout)
         } else {
             config.header_timeout // a request begun must be whole in time
@@ -370,9 +340,7 @@ impl Connection {
             token,
             server,
             |connection: &mut Connection, event_loop, token, server| {
-                let Some((effect, framing)) = connection.waiting.take() else {
-                    return;
-                };
+                let Some((effect, framing)) = connection.waiting.take() else { return };
                 effect.cancel(event_loop, server); // what is left of it: the upstream's 504 timer, say
                 connection.respond(&response, framing, server);
                 if let Some(chunk) = first.filter(|_| !framing.head_only) {
@@ -390,7 +358,6 @@ impl Connection {
 }
 
 // ANCHOR: callbacks
-/// How the event loop drives a connection.
 impl Handler<Server> for Connection {
     fn on_readable(
         &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
@@ -421,7 +388,6 @@ impl Handler<Server> for Connection {
         server.connection_closed(event_loop);
     }
 
-    /// Waiting for a request, with nothing half-received, pending or to send.
     fn is_idle(&self) -> bool {
         self.state == State::Reading
             && self.received.is_empty()

@@ -10,9 +10,8 @@
 //!   when they settle (`promise.rs`), and run once a turn.
 //! - New in chapter 7, the kernel's side of the loop is a [`Poller`], one per mechanism:
 //!   `epoll_backend.rs` (the default) or `poll_backend.rs` (`--backend poll`).
-//! - [`EventLoop::turn`] waits in the poller, then runs the callback
-//!   of each socket that is ready, the timers that are due and the ready jobs, like
-//!   Redis's `aeProcessEvents`. `main` calls it in a loop.
+//! - [`EventLoop::turn`] waits in the poller, then runs the callbacks of the sockets that
+//!   are ready, the timers that are due and the ready jobs.
 
 use std::any::Any;
 use std::cell::RefCell;
@@ -51,16 +50,14 @@ impl Interest {
 
 // ANCHOR: handler
 /// What the loop calls back. A handler owns its socket and lends it to the loop (`AsFd`).
-/// `S` is the program's state (counters, configuration...), lent to every callback along
-/// with the loop itself: a callback must be able to change the loop (register the client
-/// it just accepted, deregister itself) while the loop is calling it, and a handler that
-/// *stored* `&mut EventLoop` would be a second mutable borrow of the loop that owns it.
+/// `S` is the program's state, lent to every callback with the loop itself: a callback may
+/// change the loop (register a client, deregister itself) while the loop calls it, which a
+/// handler that *stored* `&mut EventLoop` could not: that would be a second `&mut`.
 pub trait Handler<S>: AsFd + Any {
     /// The socket can be read without waiting: data, end-of-file, or an error.
     fn on_readable(&mut self, event_loop: &mut EventLoop<S>, token: Token, state: &mut S);
 
-    /// The socket can be written without waiting (or has failed). Only called while the
-    /// interest includes `writable`.
+    /// The socket can be written without waiting (or has failed); only while `writable` is wanted.
     fn on_writable(&mut self, _: &mut EventLoop<S>, _: Token, _: &mut S) {}
 
     /// The registration has ended: deregistered, or its callback panicked. The last call
@@ -85,8 +82,8 @@ pub struct Event {
 /// New in chapter 7: the kernel's side of the loop, one implementation per mechanism, as
 /// Redis has `ae_epoll.c` and `ae_select.c` behind the same four functions. A mechanism
 /// that keeps its list of sockets in the kernel (epoll) is told when a registration
-/// comes, changes or goes; one that is handed the whole list on every wait (poll) needs
-/// nothing, which is what these three do unless a backend says otherwise.
+/// comes, changes or goes; one handed the whole list on every wait (poll) needs nothing,
+/// which is what these three do unless a backend says otherwise.
 pub trait Poller {
     fn add(&mut self, _fd: BorrowedFd, _token: Token, _interest: Interest) -> io::Result<()> {
         Ok(())
@@ -106,7 +103,6 @@ pub trait Poller {
 }
 // ANCHOR_END: poller
 
-/// One registered handler.
 struct Registration<S> {
     interest: Interest,
     /// What the poller was last told (see `sync`).
@@ -118,7 +114,6 @@ struct Registration<S> {
 pub struct EventLoop<S> {
     poller: Box<dyn Poller>,
     registrations: HashMap<Token, Registration<S>>,
-    /// The token the next registration gets.
     next_token: u64,
     timers: Timers<Job<S>>,
     /// Jobs ready to run on the next turn. Promises hold it too (see `ready_queue`).
@@ -126,8 +121,7 @@ pub struct EventLoop<S> {
     turns: u64,
 }
 
-/// Work the loop runs later (a timer's job, a promise's next step), with the loop and the
-/// state lent to it.
+/// Work the loop runs later (a timer's job, a promise's step), lending it the loop and state.
 pub type Job<S> = Box<dyn FnOnce(&mut EventLoop<S>, &mut S)>;
 
 /// The ready queue, shared by the loop and the promises that add to it.
@@ -171,10 +165,9 @@ impl<S: 'static> EventLoop<S> {
         }
     }
 
-    /// Tells the poller a registration's new interest, once: the common case, a socket
-    /// that goes on waiting for the same thing, costs no system call. While its handler is
-    /// out (its own callback is running) there is no socket to show the poller: `lend`
-    /// calls this again when the handler is back.
+    /// Tells the poller a registration's new interest, once: a socket that goes on waiting
+    /// for the same thing costs no system call. While its handler is out (its own callback
+    /// runs), there is no socket to show the poller: `lend` calls this again after.
     fn sync(&mut self, token: Token) {
         let Some(registration) = self.registrations.get_mut(&token) else { return };
         let Some(handler) = registration.handler.as_ref() else { return };
@@ -189,9 +182,7 @@ impl<S: 'static> EventLoop<S> {
     /// Ends `token`'s registration: its handler's `on_close` runs, then the handler is
     /// dropped, which closes its socket. Returns whether `token` was registered.
     pub fn deregister(&mut self, token: Token, state: &mut S) -> bool {
-        let Some(registration) = self.registrations.remove(&token) else {
-            return false;
-        };
+        let Some(registration) = self.registrations.remove(&token) else { return false };
         // Not there while its own callback runs: `call` then closes it after the callback.
         if let Some(mut handler) = registration.handler {
             let _ = self.poller.delete(handler.as_fd()); // before the socket closes
@@ -221,8 +212,7 @@ impl<S: 'static> EventLoop<S> {
 
     // ANCHOR: turn
     /// One turn: wait until something is ready or a timer is due (at most `timeout`;
-    /// `None`: no limit of its own), then run the callbacks of everything that is ready,
-    /// then the timers that are due.
+    /// `None`: no limit), then run the callbacks of what is ready, then the due timers.
     pub fn turn(&mut self, timeout: Option<Duration>, state: &mut S) -> io::Result<()> {
         // 1. Wait, but no longer than until the nearest timer is due. This is the only
         //    place the server waits.
@@ -284,18 +274,14 @@ impl<S: 'static> EventLoop<S> {
     // ANCHOR: call
     /// Runs `on_readable` (or else `on_writable`) of `token`'s handler, if it still wants it.
     fn call(&mut self, token: Token, readable: bool, state: &mut S) {
-        // `poll` reported this event before any callback of the turn ran. An earlier one
-        // may since have deregistered this registration, or changed its interest. So we
-        // look again now, as Redis does with `fe->mask & mask`.
-        let Some(registration) = self.registrations.get(&token) else {
-            return;
-        };
+        // `poll` reported this before the turn's first callback, which may since have
+        // deregistered it or changed its interest: look again (Redis: `fe->mask & mask`).
+        let Some(registration) = self.registrations.get(&token) else { return };
         let interest = registration.interest;
         if !(if readable { interest.readable } else { interest.writable }) {
             return;
         }
-        let what = if readable { "readable" } else { "writable" };
-        trace!("token {} {what}", token.0);
+        trace!("token {} {}", token.0, if readable { "readable" } else { "writable" });
         self.lend(token, state, |handler, event_loop, state| {
             if readable {
                 handler.on_readable(event_loop, token, state)
@@ -305,9 +291,8 @@ impl<S: 'static> EventLoop<S> {
         });
     }
 
-    /// Lends `token`'s handler to `f`, if it is still registered: lifts it out of its
-    /// registration while `f` runs, so that `f` can have `&mut self` (the whole loop)
-    /// without the loop also holding the handler.
+    /// Lends `token`'s handler to `f`: lifts it out of its registration while `f` runs, so
+    /// that `f` can have `&mut self` (the whole loop) without the loop also holding it.
     fn lend(
         &mut self, token: Token, state: &mut S,
         f: impl FnOnce(&mut dyn Handler<S>, &mut EventLoop<S>, &mut S),
@@ -340,9 +325,8 @@ impl<S: 'static> EventLoop<S> {
     // ANCHOR_END: call
 
     // ANCHOR: with_handler
-    /// Lends `token`'s handler to `f` as what it is, an `H` (a `Connection`, say), if it
-    /// is still registered. This is how a timer calls back the connection that set it: the
-    /// timer holds the connection's token, never the connection itself, which the loop owns.
+    /// Lends `token`'s handler to `f` as what it is, an `H` (a `Connection`, say), if still
+    /// registered: how a timer, which holds a token and never the handler, calls it back.
     pub fn with_handler<H: Handler<S>>(
         &mut self, token: Token, state: &mut S,
         f: impl FnOnce(&mut H, &mut EventLoop<S>, Token, &mut S),
@@ -369,7 +353,6 @@ impl<S: 'static> EventLoop<S> {
         self.timers.cancel(id)
     }
 
-    /// The ready queue, for promises to add their next steps to.
     pub fn ready_queue(&self) -> &ReadyQueue<S> {
         &self.ready
     }

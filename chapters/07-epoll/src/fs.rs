@@ -1,10 +1,9 @@
 //! Files, read on the thread pool, as promises: the loop asks, a worker blocks on the
 //! disk, and the promise settles on the loop's thread when the result comes back.
 //!
-//! A file is read a chunk at a time (at most `files::CHUNK`, 256 KiB), each chunk when the
-//! client has taken the last (see `Connection::after_event`): a download holds one chunk
-//! in memory, whatever the file's size. The file itself travels with each job, so every
-//! chunk comes from the file the first one did, even if another took its name meanwhile.
+//! A file is read a chunk at a time (`files::CHUNK`), as the client takes them (see
+//! `download.rs`). The open file travels with each job, so every chunk comes from the
+//! same file, even if another takes its name meanwhile.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -19,8 +18,7 @@ use crate::event_loop::EventLoop;
 use crate::promise::{self, Deferred, Promise};
 use crate::thread_pool::{JobId, ThreadPool};
 
-/// A piece of a file, read on a worker: its bytes, the file's whole length, and the file,
-/// to read the next piece from.
+/// A piece of a file, read on a worker, with the file's whole length and the file itself.
 pub struct Chunk {
     pub bytes: Vec<u8>,
     pub length: u64,

@@ -68,8 +68,6 @@ fn main() {
     let listener = listener::listen(&config, true);
     let files = Files::new(config.workers, config.queue_limit, config.fs_delay);
     let files = files.unwrap_or_else(|error| fail("start the thread pool", error));
-    let event_loop = EventLoop::new(config.backend);
-    let mut event_loop = event_loop.unwrap_or_else(|error| fail("start the event loop", error));
     let mut server = Server {
         config,
         listener: None,
@@ -81,12 +79,13 @@ fn main() {
     };
 
     // ANCHOR: wiring
+    let event_loop = EventLoop::new(server.config.backend);
+    let mut event_loop = event_loop.unwrap_or_else(|error| fail("start the event loop", error));
     let watch = |registered: io::Result<Token>| registered.unwrap_or_else(|e| fail("register", e));
     watch(event_loop.register(signals, Interest::READABLE));
     server.listener = Some(watch(event_loop.register(listener, Interest::READABLE)));
-    // The pool's waker, watched like any socket (see the `Handler` impl for it below).
-    watch(event_loop.register(server.files.pool.waker(), Interest::READABLE));
     event_loop.add_timer(Duration::from_secs(1), refresh_date);
+    watch(event_loop.register(server.files.pool.waker(), Interest::READABLE));
     // The loop: turn until a graceful shutdown is over (see `Signals::on_readable`).
     loop {
         let timeout = match server.shutdown_deadline {
@@ -107,7 +106,6 @@ fn main() {
 }
 
 impl Server {
-    /// The numbers `/stats` shows.
     fn stats(&self, event_loop: &EventLoop<Server>) -> Stats {
         Stats {
             connections_open: self.connections_open,
@@ -170,9 +168,8 @@ fn accept_all(
             Err(error) if error.kind() == io::ErrorKind::WouldBlock => return true,
             Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
             Err(error) if listener::is_out_of_descriptors(&error) => {
-                // The listener stays "ready" while clients wait, so polling it again at
-                // once would spin at 100% CPU doing nothing. Stop watching it instead,
-                // until one of our connections closes (`Server::connection_closed`).
+                // The listener stays "ready" while clients wait: polling it would spin at
+                // 100% CPU. Stop watching it until a connection closes (`connection_closed`).
                 log!("accept: {error}; pausing accepts");
                 return false;
             }
@@ -191,9 +188,7 @@ fn accept_all(
 /// ordinary callback, not a signal handler, so it may touch anything.
 impl Handler<Server> for Signals {
     fn on_readable(&mut self, event_loop: &mut EventLoop<Server>, _: Token, server: &mut Server) {
-        let Some(signal) = self.take() else {
-            return;
-        };
+        let Some(signal) = self.take() else { return };
         if server.shutdown_deadline.is_some() {
             return; // a second signal: the shutdown is already under way
         }
@@ -219,9 +214,8 @@ impl Handler<Server> for Arc<Waker> {
 }
 // ANCHOR_END: pool_waker
 
-/// Formats the `Date` header anew, once a second: formatting it for every response would
-/// be wasted work (nginx and hyper cache it too). A timer that sets the next one before it
-/// ends is a periodic timer; each beat comes a little late, which a date does not mind.
+/// Formats the `Date` header anew, once a second (nginx caches it too). A timer that sets
+/// the next one is a periodic timer; each beat comes a little late, which a date does not mind.
 fn refresh_date(event_loop: &mut EventLoop<Server>, server: &mut Server) {
     server.date = date::now();
     event_loop.add_timer(Duration::from_secs(1), refresh_date);
@@ -237,14 +231,8 @@ enum Reply {
 /// A request's work in flight, kept by its connection to stop it should the client leave.
 enum Effect {
     Sleep(TimerId),
-    /// The upstream's socket, and its 504 timer.
-    Upstream {
-        socket: Token,
-        timeout: TimerId,
-    },
-    /// New in chapter 6: nothing to stop. The job runs to its end; its answer finds
-    /// nobody if the client has gone.
-    ReadFile,
+    Upstream { socket: Token, timeout: TimerId }, // the upstream's socket, and its 504 timer
+    ReadFile, // new in chapter 6: nothing to stop; the job runs to its end, unheard if need be
 }
 
 impl Effect {
@@ -261,8 +249,7 @@ impl Effect {
 }
 
 /// Asks the application what to do, and starts doing it. `/sleep`, the upstream and (new in
-/// chapter 6) files answer later, through a promise whose last step hands the answer to
-/// the connection `token`.
+/// chapter 6) files answer later, through a promise.
 fn run_app(
     request: &http::Request, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
 ) -> Reply {

@@ -1,8 +1,8 @@
 //! The part of the loop that talks to the kernel: here, `poll(2)`. (Redis keeps one file
-//! per way of waiting, `ae_select.c`, `ae_epoll.c`, `ae_kqueue.c`, and so do we: new in
-//! chapter 7, `epoll_backend.rs` is the other.) `poll` keeps no memory between calls: on
-//! every turn we hand it the whole list of sockets and what we want from each, exactly as
-//! chapter 2 did, and it tells us which are ready.
+//! per way of waiting, `ae_select.c`, `ae_epoll.c`, `ae_kqueue.c`, and so do we: chapter 7
+//! adds `epoll_backend.rs`.) `poll`
+//! keeps no memory between calls: on every turn we hand it the whole list of sockets and
+//! what we want from each, exactly as chapter 2 did, and it tells us which are ready.
 
 use std::io;
 use std::os::fd::BorrowedFd;
@@ -39,9 +39,8 @@ pub fn wait<'fd>(
         let mut flags = PollFlags::empty();
         flags.set(PollFlags::POLLIN, interest.readable);
         flags.set(PollFlags::POLLOUT, interest.writable);
-        // Waiting for nothing: leave it out. Asking `poll` for no events is not enough,
-        // since errors and hang-ups are reported even then, and a socket that has hung up
-        // would wake us on every turn.
+        // Waiting for nothing: leave it out. `poll` reports errors and hang-ups even then,
+        // and a socket that has hung up would wake us on every turn.
         if !flags.is_empty() {
             fds.push(PollFd::new(fd, flags));
             tokens.push(token); // `poll` answers by position in `fds`; we want tokens
@@ -53,9 +52,8 @@ pub fn wait<'fd>(
     let mut events = Vec::new();
     for (fd, token) in fds.iter().zip(tokens) {
         let revents = fd.revents().unwrap_or(PollFlags::empty());
-        // An error or hang-up is reported as both readable and writable, as Redis's
-        // backends do. The handler's next `read` or `write` then meets the problem itself
-        // (end-of-file, ECONNRESET, EPIPE) on the path it already has.
+        // An error or hang-up counts as readable and writable, as in Redis: the handler's
+        // next `read` or `write` meets the problem (EOF, ECONNRESET, EPIPE) on its own path.
         let failed = revents.intersects(PollFlags::POLLERR | PollFlags::POLLHUP);
         if failed || revents.intersects(PollFlags::POLLIN | PollFlags::POLLOUT) {
             events.push(Event {

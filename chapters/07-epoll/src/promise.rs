@@ -1,32 +1,24 @@
 //! Promises for the event loop: a [`Deferred`] settles once, and the [`Promise`] it handed
 //! out runs the next step of a chain when it does.
 //!
-//! Chapter 4 wrote every wait as a callback that sets up the next callback: connect, and
-//! once connected send, and once sent read... each step one level deeper, each checking
-//! its own errors. A promise stands for a result that is not there yet, and the next step
-//! is attached to it with [`Promise::then`] (a step that cannot wait) or
-//! [`Promise::and_then`] (a step that waits again: it returns a promise). Each returns a
-//! promise of the step's own result, so a chain reads top to bottom:
+//! Chapter 4 nested each wait in the one before, each step checking its own errors. A
+//! promise stands for a result not there yet. [`Promise::then`] attaches a step that cannot
+//! wait, [`Promise::and_then`] one that waits again (it returns a promise); each returns a
+//! promise of its step's result, so a chain reads top to bottom:
 //!
 //! ```text
 //! writable.then(connected).then(send).and_then(read_answer)
 //! ```
 //!
-//! The rules:
+//! 1. A Deferred settles once (`resolve` and `settle` take it by value). An error is the
+//!    response to send instead (a 502, a 504...) and skips every step after it, like `?`.
+//! 2. A step never runs inside `resolve` or `then`, where it would find its caller's state
+//!    half updated (Promises/A+ forbids it too), but from the loop's ready queue, next turn.
+//! 3. A Deferred dropped unsettled rejects with a 500: a chain whose producer went away (a
+//!    socket closed, a timer cancelled, a step panicked) ends instead of waiting forever.
 //!
-//! 1. A Deferred settles once: `resolve(value)` or `reject(error)` take it by value. Our
-//!    errors are all the same kind, the response to send instead (a 502, a 504...), and a
-//!    rejection skips every step down to the end of the chain, like `?` in a function.
-//! 2. A step never runs inside `resolve`, nor inside `then`. It goes to the loop's ready
-//!    queue, and runs on the loop's next turn, with the loop and the state lent to it, as
-//!    every callback is. (Run inside `resolve`, it would find its caller's state half
-//!    updated; the Promises/A+ rules for JavaScript forbid it for the same reason.)
-//! 3. A Deferred dropped before it settles rejects its promise with a 500. A chain whose
-//!    producer went away (a socket closed, a timer cancelled, a step that panicked) ends
-//!    instead of waiting for ever, and nobody notices.
-//!
-//! Nothing here leaks: every strong pointer points one way, down the chain (a step owns
-//! the Deferred of the next step), and the cells reach the ready queue by a `Weak` pointer.
+//! Nothing leaks: strong pointers only point down the chain (a step owns the next step's
+//! Deferred), and the cells reach the ready queue by a `Weak` pointer.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -172,9 +164,8 @@ pub fn settled<T: 'static, S: 'static>(
 }
 
 // ANCHOR: race
-/// A promise that settles as whichever of `first` and `second` settles first; the other's
-/// outcome is ignored. (A promise cannot be cancelled: stopping the loser is the caller's
-/// job, as the upstream's connection does with its fetch.)
+/// A promise that settles as whichever of `first` and `second` settles first. The loser is
+/// not stopped (a promise cannot be cancelled): that is the caller's job.
 pub fn race<T: 'static, S: 'static>(first: Promise<T, S>, second: Promise<T, S>) -> Promise<T, S> {
     let (winner, promise) = Deferred::with_queue(first.ready());
     let winner = Rc::new(RefCell::new(Some(winner)));

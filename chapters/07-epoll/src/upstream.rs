@@ -1,13 +1,9 @@
 //! `/upstream/PATH` without blocking: a small HTTP client, written as one flat promise chain.
 //!
-//! The steps are chapter 4's: connect (a non-blocking `connect` returns at once, and the
-//! socket becomes writable when the handshake is over), send the request, read the answer
-//! until it is whole. Beside them runs a 5 s `delay` for the 504, and the two race.
-//!
-//! Chapter 4 nested each step inside the one before, each checking its own errors. Here
-//! each step is a small function that returns its result (or a promise of it), and
-//! [`fetch`] chains them in one line that reads top to bottom. A step that fails rejects,
-//! and the rejection skips every step after it.
+//! The steps are chapter 4's (connect, send, read until the answer is whole), raced against
+//! a 5 s `delay` for the 504. But where chapter 4 nested each step inside the one before,
+//! here each is a small function that returns its result (or a promise of it), and
+//! [`fetch`] chains them top to bottom. A step that fails rejects, skipping all the rest.
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -23,9 +19,8 @@ use crate::promise::{self, race, Deferred, Outcome, Promise};
 use crate::timers::TimerId;
 
 // ANCHOR: fetch
-/// Starts fetching `path_and_query` from `address` and returns at once: what to stop should
-/// the fetch end early, and the promise of the answer (a 502 or 504 included). A fetch
-/// that fails on the spot is the 502 to answer with now.
+/// Starts fetching `path_and_query` from `address`: returns what to stop should the fetch
+/// end early and the promise of its answer (a 502 or 504 included), or a 502 to send now.
 pub fn fetch<S: 'static>(
     event_loop: &mut EventLoop<S>, address: SocketAddr, path_and_query: &str,
 ) -> Result<(Token, TimerId, Promise<Response, S>), Response> {

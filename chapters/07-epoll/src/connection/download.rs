@@ -23,8 +23,7 @@ pub struct Download {
 impl Connection {
     /// The head has gone into the output; its body begins with `first`.
     pub(super) fn start_download(&mut self, first: Chunk) {
-        let length = first.length;
-        self.download = Some(Download { left: length, length, file: None });
+        self.download = Some(Download { left: first.length, length: first.length, file: None });
         self.add_chunk(first);
     }
 
@@ -79,6 +78,7 @@ impl Connection {
 
     /// Waiting for the disk, with nothing for the client to take: our time, not its.
     pub(super) fn reading_file(&self) -> bool {
-        self.download.as_ref().is_some_and(|download| download.file.is_none())
+        let reading = self.download.as_ref().is_some_and(|download| download.file.is_none());
+        reading && self.pending_output() == 0
     }
 }
