@@ -1,14 +1,10 @@
 //! A pool of threads for the work the loop must not do itself: blocking calls.
 //!
 //! `poll` cannot wait for a file: to the kernel a regular file is always "ready", and then
-//! `read` blocks anyway, as long as the disk takes. So, like libuv (Node.js), we hand such
-//! work to a few threads. The loop `submit`s a job to a queue; a worker takes it, runs it,
-//! and sends the result back on a channel, then wakes the loop through a [`Waker`] (the
-//! self-pipe of chapter 3, now written to by a thread instead of a signal handler). The
-//! loop watches the waker like any socket, and collects the results with `finished`.
-//!
-//! Only the jobs and their results cross between threads. The loop's own state stays on
-//! the loop's thread: no locks anywhere else.
+//! `read` blocks as long as the disk takes. So, like libuv (Node.js), the loop `submit`s
+//! such work to a queue; a worker runs it, sends the result back on a channel, and wakes
+//! the loop through a [`Waker`] (chapter 3's self-pipe, written by a thread this time),
+//! watched like any socket. Only jobs and results cross threads: the loop's state does not.
 
 use std::collections::VecDeque;
 use std::io;
@@ -27,8 +23,7 @@ pub struct JobId(u64);
 /// A job: a blocking call, and what it returns.
 type Work<R> = Box<dyn FnOnce() -> R + Send>;
 
-/// What the workers share, under one lock: the jobs waiting for a worker, and how many are
-/// running.
+/// What the workers share, under one lock: the jobs waiting, and how many are running.
 struct Queue<R> {
     waiting: VecDeque<(JobId, Work<R>)>,
     running: usize,
@@ -45,8 +40,8 @@ pub struct ThreadPool<R> {
 }
 // ANCHOR_END: pool
 
-/// Every job a worker may run: none would hold the lock while it panicked, so a poisoned
-/// lock (a panic while it was held) can only come from a bug here; go on regardless.
+/// No job runs under the lock, so a poisoned lock (a panic while it was held) can only come
+/// from a bug here; go on regardless.
 fn lock<R>(queue: &Mutex<Queue<R>>) -> MutexGuard<'_, Queue<R>> {
     queue.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -88,9 +83,8 @@ impl<R: Send + 'static> ThreadPool<R> {
 
 impl<R> ThreadPool<R> {
     // ANCHOR: finished
-    /// The results that have come back since the last call. First the waker is emptied,
-    /// then the results taken: a result that comes in between also wakes the loop again,
-    /// so none is ever left behind unseen (the other order could lose a wake-up).
+    /// The results that have come back. The waker is emptied first: a result that comes just
+    /// after still wakes the loop again (the other order could lose a wake-up).
     pub fn finished(&self) -> Vec<(JobId, thread::Result<R>)> {
         self.waker.drain();
         self.finished.try_iter().collect()
@@ -117,16 +111,11 @@ fn work<R>(
 ) {
     let (queue, work_ready) = queue;
     loop {
-        let (id, job) = {
-            let mut jobs = lock(queue);
-            loop {
-                if let Some(next) = jobs.waiting.pop_front() {
-                    jobs.running += 1;
-                    break next;
-                }
-                jobs = work_ready.wait(jobs).unwrap_or_else(PoisonError::into_inner);
-            }
-        };
+        let jobs = work_ready.wait_while(lock(queue), |jobs| jobs.waiting.is_empty());
+        let mut jobs = jobs.unwrap_or_else(PoisonError::into_inner);
+        let Some((id, job)) = jobs.waiting.pop_front() else { continue }; // never empty here
+        jobs.running += 1;
+        drop(jobs); // unlock before the job runs
         trace!("pool: worker {number} starts {id:?}");
         // A job that panics costs its own result (an `Err`), not the worker.
         let result = panic::catch_unwind(AssertUnwindSafe(job));

@@ -1,14 +1,10 @@
-//! Timers: "call me back in 500 ms", the piece Redis calls time events in `ae.c` and
-//! Node.js calls `setTimeout`.
+//! Timers: "call me back in 500 ms" (Redis's time events, Node's `setTimeout`).
 //!
-//! The timers do no waiting themselves. The loop asks them two things on every turn: when
-//! is the nearest deadline ([`Timers::next_deadline`], which bounds how long `poll` may
-//! sleep), and, once it has woken up, which timers are due ([`Timers::pop_due`]).
-//!
-//! Each timer carries a payload of any type `T`, handed back when it fires; the loop's is
-//! a callback. Time is passed in (`now`), never read here, so the tests can use a fake
-//! clock. It is always an `Instant`, from the monotonic clock: the wall clock can be set
-//! backwards, and Redis, which once used it, had to fire every timer at once when it did.
+//! They do no waiting themselves. The loop asks them on every turn when the nearest
+//! deadline is ([`Timers::next_deadline`]: how long `poll` may sleep), and, once awake,
+//! which timers are due ([`Timers::pop_due`]). A timer carries a payload, handed back when
+//! it fires: for the loop, a job. Time is always an `Instant`, the monotonic clock: the
+//! wall clock can be set backwards, and Redis, which once used it, then fired every timer.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -21,14 +17,11 @@ pub struct TimerId(u64);
 
 // ANCHOR: timers
 pub struct Timers<T> {
-    /// Every deadline, soonest on top. A heap, because the loop only ever needs the nearest
-    /// deadline: O(1) to see it, O(log n) to add or remove one, where a sorted list costs
-    /// O(n) per insert. (`BinaryHeap` is a max-heap; `Reverse` turns it around.) Equal
-    /// deadlines come out in the order they were added: the id breaks the tie.
+    /// Every deadline, soonest on top: a heap, as the loop only needs the nearest (O(1) to
+    /// see, O(log n) to add or take). `Reverse` makes it a min-heap; ties go by id, oldest first.
     heap: BinaryHeap<Reverse<(Instant, TimerId)>>,
     /// The timers still wanted, and their payloads. Cancelling removes a timer from here
-    /// only; its heap entry is skipped when it comes to the top (a heap cannot cheaply
-    /// remove from the middle).
+    /// only; its heap entry is skipped when it comes to the top.
     pending: HashMap<TimerId, T>,
     next_id: u64,
 }
@@ -60,7 +53,6 @@ impl<T> Timers<T> {
         cancelled
     }
 
-    /// How many timers are pending (for `/stats`).
     pub fn len(&self) -> usize {
         self.pending.len()
     }

@@ -34,7 +34,8 @@ const MAX_DISCARD: usize = 1024 * 1024;
 /// The task for one client.
 pub async fn serve(stream: Async<TcpStream>, server: Rc<Server>) {
     server.counters().connections_open.fetch_add(1, Ordering::Relaxed);
-    let mut client = Client { stream, received: Vec::new(), out: Vec::new() };
+    let mut client =
+        Client { stream, received: Vec::new(), out: Vec::new(), since: Instant::now() };
     match client.serve(&server).await {
         // We said `Connection: close`: linger, so that the answer is not lost (chapter 2).
         Ok(()) => client.linger(&server).await,
@@ -50,6 +51,10 @@ struct Client {
     received: Vec<u8>,
     /// Answers not yet sent.
     out: Vec<u8>,
+    /// When the client's clock started: at connect, or when it last had an answer. Its
+    /// request must be in within its time from here (see `read_request`), however slowly
+    /// it trickles in: each read does not start the clock again.
+    since: Instant,
 }
 
 impl Client {
@@ -131,7 +136,7 @@ impl Client {
         } else {
             config.header_timeout
         };
-        let deadline = Instant::now() + limit;
+        let deadline = self.since + limit;
         let mut chunk = [0u8; 16 * 1024];
         let read = timeout(
             deadline.saturating_duration_since(Instant::now()),
@@ -166,6 +171,9 @@ impl Client {
                 Err(_elapsed) => return Err(io::ErrorKind::TimedOut.into()),
             }
         }
+        if !self.out.is_empty() {
+            self.since = Instant::now(); // answered: the clock for its next request starts
+        }
         self.out.clear();
         self.out.shrink_to(64 * 1024);
         Ok(())
@@ -177,13 +185,15 @@ impl Client {
         let _ = self.stream.get_ref().shutdown(Shutdown::Write);
         let mut chunk = [0u8; 16 * 1024];
         let mut discarded = 0;
-        let patience = server.config.keep_alive_timeout;
-        while discarded <= MAX_DISCARD {
-            match timeout(patience, self.stream.read(&mut chunk)).await {
-                Ok(Ok(count)) if count > 0 => discarded += count,
-                _ => return,
+        let discard = async {
+            while discarded <= MAX_DISCARD {
+                match self.stream.read(&mut chunk).await {
+                    Ok(count) if count > 0 => discarded += count,
+                    _ => return,
+                }
             }
-        }
+        };
+        let _ = timeout(server.config.keep_alive_timeout, discard).await; // at most this long
     }
 }
 
