@@ -75,6 +75,8 @@ pub struct Executor {
     /// Every task not yet finished, with the waker that wakes it.
     tasks: HashMap<u64, (Task, Arc<TaskWaker>)>,
     run_queue: RunQueue,
+    /// The tasks taken from the run queue to poll this turn.
+    woken: VecDeque<u64>,
     next_id: u64,
 }
 
@@ -103,9 +105,12 @@ impl Executor {
             self.tasks.insert(id, (task, waker.clone()));
             waker.wake(); // to run for the first time
         }
-        let woken =
-            std::mem::take(&mut *self.run_queue.lock().unwrap_or_else(PoisonError::into_inner));
-        for id in woken {
+        // Swapped with an empty queue kept for the purpose: no allocation, turn after turn.
+        std::mem::swap(
+            &mut *self.run_queue.lock().unwrap_or_else(PoisonError::into_inner),
+            &mut self.woken,
+        );
+        while let Some(id) = self.woken.pop_front() {
             // Gone already: a task finished before a late wake-up came. Nothing to do.
             let Some((task, task_waker)) = self.tasks.get_mut(&id) else { continue };
             task_waker.queued.store(false, Ordering::Release); // a wake from now on counts

@@ -133,14 +133,13 @@ pub fn wait(timeout: Option<Duration>) -> io::Result<()> {
         // Rounded up, as in chapter 4: never wake just before a timer is due.
         EpollTimeout::try_from(timeout.as_nanos().div_ceil(1_000_000)).unwrap_or(EpollTimeout::MAX)
     });
-    let wakers = with(|reactor| {
+    with(|reactor| {
         let count = match reactor.epoll.wait(&mut reactor.events, timeout) {
             Ok(count) => count,
             Err(nix::errno::Errno::EINTR) => 0, // a signal: nothing ready yet
             Err(error) => return Err(error.into()),
         };
         trace!("epoll: {count} ready");
-        let mut wakers = Vec::new();
         for event in &reactor.events[..count] {
             let Some(source) = reactor.sources.get_mut(&Io(event.data())) else { continue };
             let flags = event.events();
@@ -151,14 +150,14 @@ pub fn wait(timeout: Option<Duration>) -> io::Result<()> {
                 if failed || flags.contains(flag) {
                     let readiness = &mut source[direction as usize];
                     readiness.ready = true;
-                    wakers.extend(readiness.waiter.take());
+                    // Waking only puts the task in the run queue; it runs later, not here.
+                    if let Some(waiter) = readiness.waiter.take() {
+                        waiter.wake();
+                    }
                 }
             }
         }
-        Ok(wakers)
-    })?;
-    // Woken outside `with`: a waker may do anything, even reach the reactor again.
-    wakers.into_iter().for_each(Waker::wake);
-    Ok(())
+        Ok(())
+    })
 }
 // ANCHOR_END: wait
