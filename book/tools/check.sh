@@ -4,8 +4,10 @@
 # Usage: book/tools/check.sh        (from anywhere in the repository)
 #
 # 1. The checks in shared/tests/book.rs: every include names an existing file and anchor,
-#    every diff a page shows is fresh (book/tools/gen-diffs.sh would not change it), the
-#    summary lists exactly the pages that exist, and local links and images resolve.
+#    every diff and table a page shows is fresh (book/tools/gen-diffs.sh would not change
+#    it), a page shows a diff's table and folds the diff in <details>, no included code
+#    line is wider than the book's code column, the summary lists exactly the pages that
+#    exist, and local links and images resolve.
 # 2. If mdbook is installed: `mdbook build` prints no warning or error, and no include
 #    directive is left unexpanded in the HTML it writes. The build goes to a temporary
 #    folder, so book/book/ is left alone.
@@ -16,7 +18,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 
-echo "== book: includes, diffs, summary, links (shared/tests/book.rs)"
+echo "== book: includes, diffs, tables, code width, summary, links (shared/tests/book.rs)"
 cargo test --quiet -p shared --test book
 
 if ! command -v mdbook >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/mdbook" ]; then

@@ -29,10 +29,7 @@ pub enum Action<'a> {
     /// Read this file (relative to `--root`), then answer with [`files::response`].
     ReadFile { path: PathBuf },
     /// Fetch this path and query from the upstream server, then relay its answer.
-    Upstream {
-        address: SocketAddr,
-        path_and_query: Cow<'a, str>,
-    },
+    Upstream { address: SocketAddr, path_and_query: Cow<'a, str> },
 }
 // ANCHOR_END: action
 
@@ -62,9 +59,8 @@ pub struct Context<'a> {
 
 /// Standard methods (RFC 9110) that we know but do not serve on every path: on a known
 /// path they get 405. Any other method token is 501 Not Implemented.
-const KNOWN_METHODS: [&str; 9] = [
-    "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
-];
+const KNOWN_METHODS: [&str; 9] =
+    ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"];
 
 /// Decides what to do with `request`. `HEAD` is treated as `GET`: the chapter writes the
 /// same head and leaves out the body.
@@ -98,10 +94,7 @@ pub fn handle<'a>(request: &Request<'a>, context: &Context) -> Action<'a> {
         } else {
             Cow::Owned(format!("{rest}?{}", request.query))
         };
-        return Action::Upstream {
-            address,
-            path_and_query,
-        };
+        return Action::Upstream { address, path_and_query };
     }
     if path == "/echo" {
         if request.method != "POST" {
@@ -126,15 +119,9 @@ pub fn handle<'a>(request: &Request<'a>, context: &Context) -> Action<'a> {
     }
     match path {
         "/hello" => Action::Respond(hello()),
-        "/sleep" => match request
-            .query_param("ms")
-            .and_then(|ms| ms.parse::<u64>().ok())
-        {
+        "/sleep" => match request.query_param("ms").and_then(|ms| ms.parse::<u64>().ok()) {
             Some(ms) if ms <= MAX_SLEEP_MS => Action::Sleep { ms },
-            _ => Action::Respond(Response::error(
-                400,
-                "expected /sleep?ms=N with N in 0..=10000",
-            )),
+            _ => Action::Respond(Response::error(400, "expected /sleep?ms=N with N in 0..=10000")),
         },
         "/stats" => Action::Respond(stats(&context.stats)),
         _ => Action::Respond(index(context.chapter)),
@@ -158,10 +145,7 @@ pub fn slept(ms: u64) -> Response {
 }
 
 fn method_not_allowed(allow: &'static str) -> Response {
-    Response {
-        allow: Some(allow),
-        ..Response::error(405, "method not allowed here")
-    }
+    Response { allow: Some(allow), ..Response::error(405, "method not allowed here") }
 }
 
 fn stats(stats: &Stats) -> Response {
@@ -208,11 +192,7 @@ mod tests {
         let Parse::Complete { request, .. } = parse(raw.as_bytes()) else {
             panic!("test request does not parse: {raw}")
         };
-        let context = Context {
-            chapter: "ch00-test",
-            upstream: None,
-            stats: Stats::default(),
-        };
+        let context = Context { chapter: "ch00-test", upstream: None, stats: Stats::default() };
         handle(&request, &context)
     }
 
@@ -231,20 +211,12 @@ mod tests {
         assert_eq!(status("DELETE /hello HTTP/1.1\r\nHost: x\r\n\r\n"), 405);
         assert_eq!(status("BREW /hello HTTP/1.1\r\nHost: x\r\n\r\n"), 501);
         assert_eq!(status("POST /echo HTTP/1.1\r\nHost: x\r\n\r\n"), 411);
-        assert_eq!(
-            status("GET /sleep?ms=10001 HTTP/1.1\r\nHost: x\r\n\r\n"),
-            400
-        );
+        assert_eq!(status("GET /sleep?ms=10001 HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
         assert_eq!(status("GET /upstream/x HTTP/1.1\r\nHost: x\r\n\r\n"), 404);
-        assert_eq!(
-            run("GET /sleep?ms=7 HTTP/1.1\r\nHost: x\r\n\r\n"),
-            Action::Sleep { ms: 7 }
-        );
+        assert_eq!(run("GET /sleep?ms=7 HTTP/1.1\r\nHost: x\r\n\r\n"), Action::Sleep { ms: 7 });
         assert_eq!(
             run("GET /files/a/b.txt HTTP/1.1\r\nHost: x\r\n\r\n"),
-            Action::ReadFile {
-                path: PathBuf::from("a/b.txt")
-            }
+            Action::ReadFile { path: PathBuf::from("a/b.txt") }
         );
     }
 }

@@ -124,9 +124,7 @@ impl Config {
 
     /// The testable part of [`Config::from_args`]: `Ok(None)` means `--help` was asked for.
     pub fn parse(
-        chapter: &'static str,
-        extras: &[Extra],
-        args: &[String],
+        chapter: &'static str, extras: &[Extra], args: &[String],
     ) -> Result<Option<Config>, String> {
         let mut config = Config::new(chapter);
         let mut args = args.iter();
@@ -197,7 +195,8 @@ impl Config {
                     }
                 }
                 "--upstream-limit" => {
-                    config.upstream_limit = value.parse().map_err(|_| bad("a number of fetches"))?;
+                    config.upstream_limit =
+                        value.parse().map_err(|_| bad("a number of fetches"))?;
                     if config.upstream_limit == 0 {
                         return Err(bad("at least 1"));
                     }
@@ -264,9 +263,8 @@ mod tests {
 
     #[test]
     fn defaults_and_flags() {
-        let config = parse(&[], &["--port", "0", "--trace", "--fs-delay-ms", "20"])
-            .unwrap()
-            .unwrap();
+        let config =
+            parse(&[], &["--port", "0", "--trace", "--fs-delay-ms", "20"]).unwrap().unwrap();
         assert_eq!(config.port, 0);
         assert!(config.trace);
         assert_eq!(config.fs_delay, Duration::from_millis(20));
@@ -285,13 +283,9 @@ mod tests {
     #[test]
     fn extras_only_where_enabled() {
         assert!(parse(&[], &["--workers", "2"]).is_err());
-        let config = parse(&[Extra::Workers], &["--workers", "2"])
-            .unwrap()
-            .unwrap();
+        let config = parse(&[Extra::Workers], &["--workers", "2"]).unwrap().unwrap();
         assert_eq!(config.workers, 2);
-        let config = parse(&[Extra::Timeouts], &["--header-timeout", "0.5"])
-            .unwrap()
-            .unwrap();
+        let config = parse(&[Extra::Timeouts], &["--header-timeout", "0.5"]).unwrap().unwrap();
         assert_eq!(config.header_timeout, Duration::from_millis(500));
         assert!(parse(&[Extra::Timeouts], &["--header-timeout", "-1"]).is_err());
     }

@@ -170,10 +170,7 @@ pub fn error_response(error: &io::Error) -> Response {
 
 /// The `Content-Type` for a file name's extension.
 pub fn content_type(path: &Path) -> &'static str {
-    let extension = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or_default();
+    let extension = path.extension().and_then(|e| e.to_str()).unwrap_or_default();
     match extension.to_ascii_lowercase().as_str() {
         "html" | "htm" => "text/html; charset=utf-8",
         "css" => "text/css; charset=utf-8",
@@ -218,10 +215,7 @@ mod tests {
 
     #[test]
     fn types() {
-        assert_eq!(
-            content_type(Path::new("a.HTML")),
-            "text/html; charset=utf-8"
-        );
+        assert_eq!(content_type(Path::new("a.HTML")), "text/html; charset=utf-8");
         assert_eq!(content_type(Path::new("a")), "application/octet-stream");
     }
 

@@ -27,11 +27,7 @@ pub fn bind(host: &str, port: u16, nonblocking: bool) -> io::Result<TcpListener>
         .to_socket_addrs()?
         .next()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "host has no address"))?;
-    let socket = Socket::new(
-        Domain::for_address(address),
-        Type::STREAM,
-        Some(Protocol::TCP),
-    )?;
+    let socket = Socket::new(Domain::for_address(address), Type::STREAM, Some(Protocol::TCP))?;
     socket.set_reuse_address(true)?;
     socket.bind(&address.into())?;
     socket.listen(BACKLOG)?;
@@ -48,15 +44,14 @@ pub fn listen(config: &Config, nonblocking: bool) -> TcpListener {
         Err(error) => {
             crate::log!(
                 "{}: cannot listen on {}:{}: {error}",
-                config.chapter, config.host, config.port
+                config.chapter,
+                config.host,
+                config.port
             );
             exit(1);
         }
     };
-    let port = listener
-        .local_addr()
-        .map(|a| a.port())
-        .unwrap_or(config.port);
+    let port = listener.local_addr().map(|a| a.port()).unwrap_or(config.port);
     let mut stdout = io::stdout();
     // Tests and scripts wait for this line, so it must not sit in a buffer.
     let _ = writeln!(stdout, "listening on http://{}:{port}", config.host);

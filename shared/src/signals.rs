@@ -51,11 +51,8 @@ impl Signals {
         // SA_RESTART: a signal that lands during another system call (a blocking read of a
         // file, say) restarts that call instead of failing it with EINTR. `poll` is the
         // exception: it always returns EINTR, which is what wakes the loop early.
-        let action = SigAction::new(
-            SigHandler::Handler(on_signal),
-            SaFlags::SA_RESTART,
-            SigSet::empty(),
-        );
+        let action =
+            SigAction::new(SigHandler::Handler(on_signal), SaFlags::SA_RESTART, SigSet::empty());
         for signal in [Signal::SIGINT, Signal::SIGTERM] {
             // SAFETY: `on_signal` is async-signal-safe: it reads a static that is set before
             // this line and never changes again, and calls `write(2)`; nothing else.

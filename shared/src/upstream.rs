@@ -102,11 +102,7 @@ impl Default for ResponseReader {
 
 impl ResponseReader {
     pub fn new() -> ResponseReader {
-        ResponseReader {
-            received: Vec::new(),
-            progress: Progress::default(),
-            finished: false,
-        }
+        ResponseReader { received: Vec::new(), progress: Progress::default(), finished: false }
     }
 
     /// Adds bytes just read from the upstream; an empty slice means end of file. At end
@@ -182,9 +178,7 @@ impl Progress {
     /// Returns the final head and where its body lies once the answer is whole, `None`
     /// while it is not, or why it is garbage.
     fn advance(
-        &mut self,
-        received: &[u8],
-        at_eof: bool,
+        &mut self, received: &[u8], at_eof: bool,
     ) -> Result<Option<(&Head, Range<usize>)>, &'static str> {
         if self.head.is_none() {
             self.head = self.find_final_head(received, at_eof)?;
@@ -214,9 +208,7 @@ impl Progress {
     /// Looks for the head of the final answer, skipping the interim (1xx) answers before
     /// it. Returns it once found, or `None` while it is still coming.
     fn find_final_head(
-        &mut self,
-        received: &[u8],
-        at_eof: bool,
+        &mut self, received: &[u8], at_eof: bool,
     ) -> Result<Option<Head>, &'static str> {
         loop {
             // A head may not grow past MAX_HEAD, so neither does the search.
@@ -272,9 +264,7 @@ fn parse_head(head: &[u8], body_start: usize) -> Result<Head, &'static str> {
                 && code.len() == 3
                 && code.bytes().all(|b| b.is_ascii_digit()) =>
         {
-            code.parse::<u16>()
-                .ok()
-                .filter(|code| (100..600).contains(code))
+            code.parse::<u16>().ok().filter(|code| (100..600).contains(code))
         }
         _ => None,
     };
@@ -318,12 +308,7 @@ fn parse_head(head: &[u8], body_start: usize) -> Result<Head, &'static str> {
     } else {
         BodyLength::UntilClose
     };
-    Ok(Head {
-        status,
-        content_type,
-        body,
-        body_start,
-    })
+    Ok(Head { status, content_type, body, body_start })
 }
 
 /// A `Content-Length` value: digits only (`parse` alone would take `+5`), and small
@@ -355,10 +340,7 @@ pub fn fetch_blocking(upstream: SocketAddr, path_and_query: &str) -> Response {
     match try_fetch_blocking(upstream, path_and_query, deadline) {
         Ok(response) => response,
         Err(error)
-            if matches!(
-                error.kind(),
-                io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
-            ) =>
+            if matches!(error.kind(), io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock) =>
         {
             gateway_timeout()
         }
@@ -367,9 +349,7 @@ pub fn fetch_blocking(upstream: SocketAddr, path_and_query: &str) -> Response {
 }
 
 fn try_fetch_blocking(
-    upstream: SocketAddr,
-    path_and_query: &str,
-    deadline: Instant,
+    upstream: SocketAddr, path_and_query: &str, deadline: Instant,
 ) -> io::Result<Response> {
     let left = || {
         deadline

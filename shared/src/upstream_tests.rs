@@ -37,11 +37,7 @@ fn done(outcome: UpstreamParse) -> Response {
 const SMUGGLED: &str = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
 
 fn bodyless_with_body(status_line: &str) -> Vec<u8> {
-    format!(
-        "{status_line}\r\nContent-Length: {}\r\n\r\n{SMUGGLED}",
-        SMUGGLED.len()
-    )
-    .into_bytes()
+    format!("{status_line}\r\nContent-Length: {}\r\n\r\n{SMUGGLED}", SMUGGLED.len()).into_bytes()
 }
 
 /// Every kind of answer the tests below care about, good and bad.
@@ -70,19 +66,13 @@ fn parses_answers() {
     let response = done(read_whole(
         b"HTTP/1.1 201 Created\r\nContent-Length: 2\r\nContent-Type: text/x\r\n\r\nhi",
     ));
-    assert_eq!(
-        (response.status, response.body.as_bytes()),
-        (201, &b"hi"[..])
-    );
+    assert_eq!((response.status, response.body.as_bytes()), (201, &b"hi"[..]));
     assert_eq!(response.content_type, "text/x");
     let response = done(read_whole(b"HTTP/1.0 200 OK\r\n\r\nuntil eof"));
     assert_eq!(response.body.as_bytes(), b"until eof");
 
     let mut reader = ResponseReader::new();
-    assert_eq!(
-        reader.push(b"HTTP/1.0 200 OK\r\n\r\nuntil"),
-        UpstreamParse::NeedMore
-    );
+    assert_eq!(reader.push(b"HTTP/1.0 200 OK\r\n\r\nuntil"), UpstreamParse::NeedMore);
     for garbage in [
         &b"SSH-2.0-OpenSSH\r\n"[..],
         b"HTTP/1.1 abc\r\n\r\n",
@@ -126,11 +116,7 @@ fn every_split_gives_the_same_answer() {
             }
         }
         let every_byte: Vec<usize> = (1..answer.len()).collect();
-        assert_eq!(
-            read_in_pieces(&answer, &every_byte),
-            whole,
-            "{shown} one byte at a time"
-        );
+        assert_eq!(read_in_pieces(&answer, &every_byte), whole, "{shown} one byte at a time");
     }
 }
 
@@ -138,10 +124,7 @@ fn every_split_gives_the_same_answer() {
 fn interim_answers_are_skipped() {
     let answer = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nyes";
     let response = done(read_whole(answer));
-    assert_eq!(
-        (response.status, response.body.as_bytes()),
-        (200, &b"yes"[..])
-    );
+    assert_eq!((response.status, response.body.as_bytes()), (200, &b"yes"[..]));
 
     // An interim answer's Content-Length is no body of its own.
     let answer = b"HTTP/1.1 103 Early Hints\r\nContent-Length: 4\r\n\r\n\
@@ -151,10 +134,7 @@ fn interim_answers_are_skipped() {
 
     // Interim answers alone are not an answer.
     let mut reader = ResponseReader::new();
-    assert_eq!(
-        reader.push(b"HTTP/1.1 100 Continue\r\n\r\n"),
-        UpstreamParse::NeedMore
-    );
+    assert_eq!(reader.push(b"HTTP/1.1 100 Continue\r\n\r\n"), UpstreamParse::NeedMore);
     assert!(matches!(reader.push(&[]), UpstreamParse::Garbage(_)));
 }
 
@@ -171,22 +151,15 @@ fn switching_protocols_is_garbage_at_once() {
 /// says so without waiting for them (or for end of file).
 #[test]
 fn no_content_and_not_modified_end_with_their_head() {
-    for (status_line, status) in [
-        ("HTTP/1.1 204 No Content", 204),
-        ("HTTP/1.1 304 Not Modified", 304),
-    ] {
+    for (status_line, status) in
+        [("HTTP/1.1 204 No Content", 204), ("HTTP/1.1 304 Not Modified", 304)]
+    {
         let answer = bodyless_with_body(status_line);
         let mut reader = ResponseReader::new();
         let response = done(reader.push(&answer));
-        assert_eq!(
-            (response.status, response.body.as_bytes()),
-            (status, &b""[..])
-        );
+        assert_eq!((response.status, response.body.as_bytes()), (status, &b""[..]));
         // And the reader is finished: the smuggled bytes are no second answer.
-        assert!(matches!(
-            reader.push(SMUGGLED.as_bytes()),
-            UpstreamParse::Garbage(_)
-        ));
+        assert!(matches!(reader.push(SMUGGLED.as_bytes()), UpstreamParse::Garbage(_)));
     }
     // Even a Content-Length that would be garbage elsewhere is ignored.
     let answer = b"HTTP/1.1 304 Not Modified\r\nContent-Length: lots\r\n\r\n";
@@ -233,26 +206,15 @@ fn an_endless_head_is_refused_in_linear_time() {
         assert!(matches!(reader.push(&piece), UpstreamParse::Garbage(_)));
     }
     // The old reader took seconds here; this one does next to nothing per read.
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
 
     // `parse_response` too looks no further than 8 KiB, however much it is given.
     let everything = vec![b'a'; MAX_RESPONSE];
     let started = Instant::now();
     for _ in 0..1024 {
-        assert!(matches!(
-            parse_response(&everything, false),
-            UpstreamParse::Garbage(_)
-        ));
+        assert!(matches!(parse_response(&everything, false), UpstreamParse::Garbage(_)));
     }
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
 }
 
 /// A big body read 16 KiB at a time: each read costs the same, however much came before.
@@ -270,11 +232,7 @@ fn a_big_body_is_read_in_linear_time() {
     }
     let response = done(outcome);
     assert_eq!(response.body.as_bytes().len(), 15_000_000);
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
 }
 
 #[test]
@@ -287,18 +245,12 @@ fn too_large_is_garbage() {
     );
     // Without one, when the bytes pass it.
     let mut reader = ResponseReader::new();
-    assert_eq!(
-        reader.push(b"HTTP/1.1 200 OK\r\n\r\n"),
-        UpstreamParse::NeedMore
-    );
+    assert_eq!(reader.push(b"HTTP/1.1 200 OK\r\n\r\n"), UpstreamParse::NeedMore);
     let piece = vec![b'b'; 1024 * 1024];
     for _ in 0..15 {
         assert_eq!(reader.push(&piece), UpstreamParse::NeedMore);
     }
-    assert_eq!(
-        reader.push(&piece),
-        UpstreamParse::Garbage("the upstream's answer is too large")
-    );
+    assert_eq!(reader.push(&piece), UpstreamParse::Garbage("the upstream's answer is too large"));
 }
 
 #[test]
@@ -309,10 +261,7 @@ fn start_connecting_returns_at_once() {
     let mut byte = [0u8; 1];
     let error = (&stream).read(&mut byte).unwrap_err();
     assert!(
-        matches!(
-            error.kind(),
-            io::ErrorKind::WouldBlock | io::ErrorKind::NotConnected
-        ),
+        matches!(error.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::NotConnected),
         "{error}"
     );
 }

@@ -33,10 +33,7 @@ impl Waker {
         // the thread, or the signal handler, that wrote it.
         read_end.set_nonblocking(true)?;
         write_end.set_nonblocking(true)?;
-        Ok(Waker {
-            read_end,
-            write_end,
-        })
+        Ok(Waker { read_end, write_end })
     }
 
     /// Makes the read end readable, carrying `byte` (the signal number, for signals). Only

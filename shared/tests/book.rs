@@ -9,7 +9,12 @@
 //! book can drift from the repository:
 //!
 //! - every include names a file that exists, and an anchor that opens and closes in it;
-//! - every diff a page shows is committed, and is exactly what `gen-diffs.sh` produces now;
+//! - every diff a page shows, and its table of lines changed per file, is committed and is
+//!   exactly what `gen-diffs.sh` produces now;
+//! - a page that shows a diff shows its table first, and the diff itself folded away in a
+//!   `<details>` block;
+//! - no line of included code is wider than the book's code column (`CODE_COLUMN`), so no
+//!   excerpt or diff scrolls sideways;
 //! - every page in `SUMMARY.md` exists, every page exists in `SUMMARY.md`, and a chapter's
 //!   page is listed only once that chapter's code exists (no placeholder pages);
 //! - every local link and image points at a file that exists.
@@ -72,10 +77,7 @@ fn short(path: &Path) -> String {
             other => tidy.push(other),
         }
     }
-    tidy.strip_prefix(repository())
-        .unwrap_or(&tidy)
-        .display()
-        .to_string()
+    tidy.strip_prefix(repository()).unwrap_or(&tidy).display().to_string()
 }
 
 /// One include directive found in a page.
@@ -131,10 +133,8 @@ fn has_marker(line: &str, marker: &str, name: &str) -> bool {
         return false;
     };
     let rest = line[position + marker.len()..].trim_start();
-    let word: String = rest
-        .chars()
-        .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '-')
-        .collect();
+    let word: String =
+        rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '-').collect();
     word == name
 }
 
@@ -158,9 +158,7 @@ fn check_include(include: &Include) -> Option<String> {
         ));
     }
     let lines: Vec<&str> = text.lines().collect();
-    let start = lines
-        .iter()
-        .position(|line| has_marker(line, "ANCHOR:", anchor));
+    let start = lines.iter().position(|line| has_marker(line, "ANCHOR:", anchor));
     let Some(start) = start else {
         return Some(format!(
             "{}: no `ANCHOR: {anchor}` in {}",
@@ -168,9 +166,7 @@ fn check_include(include: &Include) -> Option<String> {
             short(&include.file)
         ));
     };
-    let end = lines[start..]
-        .iter()
-        .position(|line| has_marker(line, "ANCHOR_END:", anchor));
+    let end = lines[start..].iter().position(|line| has_marker(line, "ANCHOR_END:", anchor));
     match end {
         None => Some(format!(
             "{}: `ANCHOR: {anchor}` in {} is never closed by `ANCHOR_END: {anchor}`",
@@ -223,14 +219,17 @@ impl Drop for TemporaryFolder {
     }
 }
 
-/// The `diff-*.diff` files in `folder`, by name.
+/// The pieces `gen-diffs.sh` makes in `folder`, by name: `diff-*.diff`, and the
+/// `diff-*.md` table beside each.
 fn diff_files(folder: &Path) -> Vec<String> {
     let mut names: Vec<String> = fs::read_dir(folder)
         .map(|entries| {
             entries
                 .flatten()
                 .filter_map(|entry| entry.file_name().into_string().ok())
-                .filter(|name| name.starts_with("diff-") && name.ends_with(".diff"))
+                .filter(|name| {
+                    name.starts_with("diff-") && (name.ends_with(".diff") || name.ends_with(".md"))
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -269,14 +268,183 @@ fn generated_diffs_are_fresh() {
         }
     }
     for name in committed.iter().filter(|name| !expected.contains(name)) {
-        problems.push(format!(
-            "book/src/generated/{name} is shown by no page; delete it"
-        ));
+        problems.push(format!("book/src/generated/{name} is shown by no page; delete it"));
     }
     assert!(
         problems.is_empty(),
         "{}\nrun book/tools/gen-diffs.sh to regenerate them",
         problems.join("\n")
+    );
+}
+
+/// The steps whose diff (`generated/diff-NN-MM.diff`) this line includes, as `diff-NN-MM`.
+fn diff_includes_in(line: &str, extension: &str) -> Vec<String> {
+    let marker = "generated/diff-";
+    let mut found = Vec::new();
+    let mut rest = line;
+    while let Some(start) = rest.find(marker) {
+        let name = &rest[start + "generated/".len()..];
+        let stem: String =
+            name.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
+        if name[stem.len()..].starts_with(extension) {
+            found.push(stem);
+        }
+        rest = &rest[start + marker.len()..];
+    }
+    found
+}
+
+#[test]
+fn what_changed_opens_with_its_table_and_folds_the_diff() {
+    let mut problems = Vec::new();
+    for page in markdown_files(&book_src()) {
+        if page.starts_with(book_src().join("generated")) {
+            continue;
+        }
+        let text = read(&page);
+        let lines: Vec<&str> = text.lines().collect();
+        for (index, line) in lines.iter().enumerate() {
+            for step in diff_includes_in(line, ".diff") {
+                let place = format!("{}:{}", short(&page), index + 1);
+                // The table: the same step's .md, included earlier on the page.
+                let table = lines[..index]
+                    .iter()
+                    .rposition(|line| diff_includes_in(line, ".md").contains(&step));
+                // The fold: `<details>` opened after the table and not closed before the
+                // diff, a blank line after its `<summary>` (without it mdBook leaves the
+                // Markdown inside unrendered), and `</details>` after the diff.
+                let opening = lines[..index].iter().rposition(|line| line.contains("<details"));
+                let closed_between = opening.is_some_and(|opening| {
+                    lines[opening..index].iter().any(|line| line.contains("</details>"))
+                });
+                let summary = opening.and_then(|opening| {
+                    lines[opening..index]
+                        .iter()
+                        .position(|line| line.contains("</summary>"))
+                        .map(|offset| opening + offset)
+                });
+                let closing = lines[index..].iter().position(|line| line.contains("</details>"));
+                match (table, opening) {
+                    (None, _) => problems.push(format!(
+                        "{place}: shows {step}.diff without its table: include \
+                         generated/{step}.md above it"
+                    )),
+                    (Some(_), None) => {
+                        problems.push(format!("{place}: {step}.diff is not inside <details>"))
+                    }
+                    (Some(table), Some(opening)) if opening < table || closed_between => problems
+                        .push(format!(
+                            "{place}: {step}.diff is not inside a <details> block that follows \
+                             its table"
+                        )),
+                    _ => {}
+                }
+                match summary {
+                    Some(summary)
+                        if lines.get(summary + 1).is_some_and(|l| l.trim().is_empty()) => {}
+                    _ if opening.is_none() => {}
+                    _ => problems.push(format!(
+                        "{place}: the <summary> line above {step}.diff needs a blank line after \
+                         it, or mdBook will not render the diff inside"
+                    )),
+                }
+                if closing.is_none() {
+                    problems.push(format!("{place}: no </details> after {step}.diff"));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// How many characters of code fit across the book's text column without scrolling
+/// sideways. rustfmt wraps at 100 (its default `max_width`) and a diff adds a one-character
+/// prefix; `book/theme/code-column.css` widens mdBook's column to hold them. Change both
+/// together.
+const CODE_COLUMN: usize = 101;
+
+/// How wide `line` is on screen, in characters (a tab reaches the next multiple of 8, as
+/// in a browser).
+fn width(line: &str) -> usize {
+    line.chars().fold(0, |column, c| if c == '\t' { column / 8 * 8 + 8 } else { column + 1 })
+}
+
+/// Does this line carry any anchor marker? mdBook leaves all of them out of an excerpt,
+/// not only the excerpt's own.
+fn is_marker(line: &str) -> bool {
+    ["ANCHOR:", "ANCHOR_END:"].iter().any(|marker| {
+        line.find(marker).is_some_and(|position| {
+            line[position + marker.len()..]
+                .trim_start()
+                .starts_with(|c: char| c.is_alphanumeric() || c == '_' || c == '-')
+        })
+    })
+}
+
+/// The lines an include puts on the page, with their line numbers in the included file:
+/// the whole file, or the lines inside the named anchor.
+fn included_lines<'a>(text: &'a str, anchor: Option<&str>) -> Vec<(usize, &'a str)> {
+    let lines = text.lines().enumerate().map(|(index, line)| (index + 1, line));
+    let Some(anchor) = anchor else {
+        return lines.collect();
+    };
+    lines
+        .skip_while(|(_, line)| !has_marker(line, "ANCHOR:", anchor))
+        .skip(1)
+        .take_while(|(_, line)| !has_marker(line, "ANCHOR_END:", anchor))
+        .filter(|(_, line)| !is_marker(line))
+        .collect()
+}
+
+#[test]
+fn no_included_code_line_is_wider_than_the_column() {
+    let mut problems = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for page in markdown_files(&book_src()) {
+        for include in includes_in(&page) {
+            // Markdown pieces (the tables, the capability table) are text, not code.
+            if include.file.extension().is_some_and(|extension| extension == "md") {
+                continue;
+            }
+            let Ok(text) = fs::read_to_string(&include.file) else {
+                continue; // a missing file is reported by the include test
+            };
+            let is_diff = include.file.extension().is_some_and(|extension| extension == "diff");
+            // For a diff: the two chapter files the hunks below compare, to say where a line
+            // comes from (a removed line from the first, any other from the second).
+            let (mut before, mut after) = (String::new(), String::new());
+            for (number, line) in included_lines(&text, include.selector.as_deref()) {
+                if is_diff {
+                    if let Some(path) = line.strip_prefix("--- ") {
+                        before = path.to_string();
+                    } else if let Some(path) = line.strip_prefix("+++ ") {
+                        after = path.to_string();
+                    }
+                }
+                let wide = width(line);
+                if wide <= CODE_COLUMN || !seen.insert((include.file.clone(), number)) {
+                    continue;
+                }
+                let from = if line.starts_with('-') { &before } else { &after };
+                let origin = if is_diff && !from.is_empty() {
+                    format!("; the line is in {from}")
+                } else {
+                    String::new()
+                };
+                problems.push(format!(
+                    "{}:{number}: {wide} characters, shown by {}{origin}",
+                    short(&include.file),
+                    include.place
+                ));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{} included code lines are wider than the book's code column ({CODE_COLUMN} \
+         characters; see book/theme/code-column.css) and would scroll sideways:\n  {}",
+        problems.len(),
+        problems.join("\n  ")
     );
 }
 
@@ -357,10 +525,8 @@ fn summary_lists_exactly_the_pages_that_exist() {
             continue; // the summary itself, and pieces that pages include
         }
         if !listed.contains(&page) {
-            problems.push(format!(
-                "{} is not in SUMMARY.md, so no reader will find it",
-                short(&page)
-            ));
+            problems
+                .push(format!("{} is not in SUMMARY.md, so no reader will find it", short(&page)));
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));

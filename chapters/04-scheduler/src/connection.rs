@@ -327,7 +327,8 @@ impl Connection {
             server,
             |connection: &mut Connection, event_loop, token, server| {
                 let Some((effect, framing)) = connection.waiting.take() else { return };
-                effect.cancel(event_loop, server); // what is left of it: the upstream's 504 timer, say
+                // Stop what is left of it: the upstream's 504 timer, say.
+                effect.cancel(event_loop, server);
                 connection.respond(&response, framing, server);
                 connection.try_respond(event_loop, token, server); // the requests queued behind it
                 connection.after_event(event_loop, token, server);

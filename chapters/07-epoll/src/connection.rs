@@ -341,7 +341,8 @@ impl Connection {
             server,
             |connection: &mut Connection, event_loop, token, server| {
                 let Some((effect, framing)) = connection.waiting.take() else { return };
-                effect.cancel(event_loop, server); // what is left of it: the upstream's 504 timer, say
+                // Stop what is left of it: the upstream's 504 timer, say.
+                effect.cancel(event_loop, server);
                 connection.respond(&response, framing, server);
                 if let Some(chunk) = first.filter(|_| !framing.head_only) {
                     connection.start_download(chunk);

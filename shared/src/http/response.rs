@@ -68,18 +68,12 @@ impl Response {
 
     /// A short error page, such as `404 Not Found` followed by a detail line.
     pub fn error(status: u16, detail: &str) -> Response {
-        Response::text(
-            status,
-            format!("{status} {}\n{detail}\n", reason_phrase(status)),
-        )
+        Response::text(status, format!("{status} {}\n{detail}\n", reason_phrase(status)))
     }
 
     /// The answer to a request the parser rejected: the error, and close.
     pub fn from_parse_error(error: ParseError) -> Response {
-        Response {
-            close: true,
-            ..Response::error(error.status, error.reason)
-        }
+        Response { close: true, ..Response::error(error.status, error.reason) }
     }
 }
 
@@ -98,7 +92,8 @@ pub struct Framing {
 impl Framing {
     /// For the answer to a request the parser rejected: we cannot trust anything it said,
     /// so HTTP/1.1, with a body, and close.
-    pub const CLOSE: Framing = Framing { version: Version::Http11, keep_alive: false, head_only: false };
+    pub const CLOSE: Framing =
+        Framing { version: Version::Http11, keep_alive: false, head_only: false };
 
     /// What `request` asks for. The server may still decide to close (`keep_alive`).
     pub fn for_request(request: &Request) -> Framing {
@@ -224,11 +219,7 @@ mod tests {
     fn head_and_body() {
         let response = Response::text(200, "hi\n");
         let mut out = Vec::new();
-        let framing = Framing {
-            version: Version::Http10,
-            keep_alive: true,
-            head_only: false,
-        };
+        let framing = Framing { version: Version::Http10, keep_alive: true, head_only: false };
         write_response(&mut out, &response, &framing, SERVER, DATE);
         let text = String::from_utf8(out).unwrap();
         assert!(text.starts_with("HTTP/1.1 200 OK\r\nServer: ch00-test\r\n"));
@@ -253,11 +244,7 @@ mod tests {
     /// type: the client expects none of them (and RFC 9110 forbids the length in a 204).
     #[test]
     fn no_content_and_not_modified_have_no_body() {
-        let framing = Framing {
-            version: Version::Http11,
-            keep_alive: true,
-            head_only: false,
-        };
+        let framing = Framing { version: Version::Http11, keep_alive: true, head_only: false };
         for (status, phrase) in [(204, "No Content"), (304, "Not Modified")] {
             let response = Response::text(status, "a body that must not be sent");
             let mut out = Vec::new();
