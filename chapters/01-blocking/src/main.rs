@@ -13,7 +13,7 @@
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use shared::app::{self, Action, Context, Stats};
 use shared::args::Config;
@@ -118,13 +118,19 @@ fn run_app(request: &http::Request, config: &Config, stats: &Stats) -> Response 
 /// unread bytes on their way to us (a pipelined request, the rest of a rejected body), the
 /// kernel would answer with a reset, and a reset can destroy the response before the
 /// client reads it. So: say we are done writing, read and discard until the client
-/// closes too (or a second passes), then close. nginx calls this a "lingering close".
+/// closes too (or a second has passed, in all), then close. nginx calls this a "lingering
+/// close".
 fn close_gently(mut stream: TcpStream) {
     let _ = stream.shutdown(Shutdown::Write);
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+    let deadline = Instant::now() + Duration::from_secs(1);
     let mut discard = [0u8; 16 * 1024];
     let mut discarded = 0;
     while discarded < 1024 * 1024 {
+        // What is left of the second: a client trickling bytes must not stretch it.
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+            break;
+        }
         match stream.read(&mut discard) {
             Ok(0) | Err(_) => break,
             Ok(count) => discarded += count,
