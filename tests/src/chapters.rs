@@ -21,15 +21,17 @@ pub struct Chapter {
 }
 
 // ANCHOR: chapters
-/// Every chapter, in order. Adding a chapter is one line here; the manifest already has
-/// a column for each of them.
-pub const CHAPTERS: [Chapter; 6] = [
+/// Every chapter, in order. Adding a chapter is one line here, one column in each of the
+/// manifest's rows, and its number in tests/suite.rs (a test checks that one).
+pub const CHAPTERS: &[Chapter] = &[
     Chapter::new(1, "ch01-blocking", "01-blocking"),
     Chapter::new(2, "ch02-poll", "02-poll"),
     Chapter::new(3, "ch03-event-loop", "03-event-loop"),
     Chapter::new(4, "ch04-scheduler", "04-scheduler"),
     Chapter::new(5, "ch05-promises", "05-promises"),
     Chapter::new(6, "ch06-thread-pool", "06-thread-pool"),
+    Chapter::new(7, "ch07-epoll", "07-epoll"),
+    Chapter::new(8, "ch08-async", "08-async"),
 ];
 // ANCHOR_END: chapters
 
@@ -49,20 +51,12 @@ pub fn workspace_root() -> PathBuf {
 
 impl Chapter {
     const fn new(number: u8, name: &'static str, directory: &'static str) -> Chapter {
-        Chapter {
-            number,
-            name,
-            directory,
-        }
+        Chapter { number, name, directory }
     }
 
     /// Has this chapter been written yet?
     pub fn is_present(&self) -> bool {
-        workspace_root()
-            .join("chapters")
-            .join(self.directory)
-            .join("Cargo.toml")
-            .is_file()
+        workspace_root().join("chapters").join(self.directory).join("Cargo.toml").is_file()
     }
 
     /// "ch01": how the manifest's sentences name a chapter.
@@ -80,6 +74,7 @@ impl Chapter {
     pub fn binary(&self, build_dir: &Path) -> Result<PathBuf, String> {
         static BUILT: [OnceLock<Result<PathBuf, String>>; CHAPTERS.len()] =
             [const { OnceLock::new() }; CHAPTERS.len()];
+        // Chapter n sits at index n - 1 (the test `chapters_are_numbered_in_order`).
         let index = usize::from(self.number - 1);
         BUILT[index].get_or_init(|| build(self, build_dir)).clone()
     }
@@ -99,11 +94,7 @@ fn build(chapter: &Chapter, build_dir: &Path) -> Result<PathBuf, String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let output = Command::new(cargo)
         .current_dir(workspace_root())
-        .args([
-            "build",
-            "--bins",
-            "--message-format=json-render-diagnostics",
-        ])
+        .args(["build", "--bins", "--message-format=json-render-diagnostics"])
         .args(["-p", chapter.name])
         .arg("--target-dir")
         .arg(build_dir)
@@ -140,4 +131,21 @@ fn build(chapter: &Chapter, build_dir: &Path) -> Result<PathBuf, String> {
         started.elapsed().as_secs_f64()
     );
     Ok(binary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tables indexed by chapter (the manifest's columns, the builds above) take
+    /// chapter n to be entry n - 1, and the names follow the contract's `chNN-name`.
+    #[test]
+    fn chapters_are_numbered_in_order() {
+        for (index, chapter) in CHAPTERS.iter().enumerate() {
+            assert_eq!(usize::from(chapter.number), index + 1, "{chapter:?}");
+            let prefix = format!("ch{:02}-", chapter.number);
+            assert!(chapter.name.starts_with(&prefix), "{chapter:?}");
+            assert_eq!(chapter.directory, &chapter.name[2..], "{chapter:?}");
+        }
+    }
 }

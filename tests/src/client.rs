@@ -32,10 +32,7 @@ impl Response {
 
     /// How many times header `name` appears.
     pub fn header_count(&self, name: &str) -> usize {
-        self.headers
-            .iter()
-            .filter(|(key, _)| key.eq_ignore_ascii_case(name))
-            .count()
+        self.headers.iter().filter(|(key, _)| key.eq_ignore_ascii_case(name)).count()
     }
 
     /// Does the server say it will close the connection after this response?
@@ -138,11 +135,7 @@ impl Client {
         let stream = TcpStream::connect_timeout(&address, Duration::from_secs(2))?;
         // Small writes must leave at once: the probes that trickle bytes depend on it.
         stream.set_nodelay(true)?;
-        Ok(Client {
-            stream,
-            pending: Vec::new(),
-            received: 0,
-        })
+        Ok(Client { stream, pending: Vec::new(), received: 0 })
     }
 
     pub fn stream(&self) -> &TcpStream {
@@ -151,8 +144,7 @@ impl Client {
 
     /// Sends all of `bytes` (one `write_all`; the kernel may still split it).
     pub fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.stream
-            .set_write_timeout(Some(Duration::from_secs(10)))?;
+        self.stream.set_write_timeout(Some(Duration::from_secs(10)))?;
         self.stream.write_all(bytes)
     }
 
@@ -160,19 +152,13 @@ impl Client {
     fn fill(&mut self, deadline: Instant) -> Result<(), ReadError> {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(ReadError::TimedOut {
-                received: self.received,
-            });
+            return Err(ReadError::TimedOut { received: self.received });
         }
-        self.stream
-            .set_read_timeout(Some(left))
-            .map_err(ReadError::Io)?;
+        self.stream.set_read_timeout(Some(left)).map_err(ReadError::Io)?;
         let mut chunk = [0u8; 64 * 1024];
         loop {
             return match self.stream.read(&mut chunk) {
-                Ok(0) => Err(ReadError::Closed {
-                    received: self.received,
-                }),
+                Ok(0) => Err(ReadError::Closed { received: self.received }),
                 Ok(count) => {
                     self.received += count;
                     self.pending.extend_from_slice(&chunk[..count]);
@@ -185,14 +171,10 @@ impl Client {
                         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
                     ) =>
                 {
-                    Err(ReadError::TimedOut {
-                        received: self.received,
-                    })
+                    Err(ReadError::TimedOut { received: self.received })
                 }
                 Err(error) if error.kind() == io::ErrorKind::ConnectionReset => {
-                    Err(ReadError::Reset {
-                        received: self.received,
-                    })
+                    Err(ReadError::Reset { received: self.received })
                 }
                 Err(error) => Err(ReadError::Io(error)),
             };
@@ -248,10 +230,7 @@ impl Client {
             }
             _ => return Err(ReadError::Malformed("more than one Content-Length".into())),
         };
-        Ok(Head {
-            response,
-            body_length: if bodiless { 0 } else { content_length },
-        })
+        Ok(Head { response, body_length: if bodiless { 0 } else { content_length } })
     }
 
     /// Reads up to `limit` more body bytes (at least one), for probes that want to hold a
@@ -276,10 +255,7 @@ impl Client {
     pub fn read_response(
         &mut self, deadline: Instant, to_head_request: bool,
     ) -> Result<Response, ReadError> {
-        let Head {
-            mut response,
-            body_length,
-        } = self.read_head(deadline, to_head_request)?;
+        let Head { mut response, body_length } = self.read_head(deadline, to_head_request)?;
         response.body = self.read_body(body_length, deadline)?;
         Ok(response)
     }
@@ -311,9 +287,7 @@ impl Client {
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack
-        .windows(needle.len())
-        .position(|window| window == needle)
+    haystack.windows(needle.len()).position(|window| window == needle)
 }
 
 /// Parses `HTTP/1.1 200 OK\r\nName: value\r\n...\r\n\r\n`.
@@ -336,19 +310,14 @@ fn parse_head(head: &[u8]) -> Result<Response, String> {
         if line.contains('\n') || line.contains('\r') {
             return Err(format!("a bare CR or LF in header line {line:?}"));
         }
-        let (name, value) = line
-            .split_once(':')
-            .ok_or_else(|| format!("header line without a colon: {line:?}"))?;
+        let (name, value) =
+            line.split_once(':').ok_or_else(|| format!("header line without a colon: {line:?}"))?;
         if name.is_empty() || name.contains(' ') {
             return Err(format!("bad header name in {line:?}"));
         }
         headers.push((name.to_string(), value.trim().to_string()));
     }
-    Ok(Response {
-        status,
-        headers,
-        body: Vec::new(),
-    })
+    Ok(Response { status, headers, body: Vec::new() })
 }
 
 /// Shortens `text` to at most `max` characters for a message.

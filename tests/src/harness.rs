@@ -37,10 +37,9 @@ pub fn judge(chapter: &Chapter, probe: &Probe, probed: Probed) -> Verdict {
         (Err(Stop::Broken(what)), _) => Verdict::Fail(what),
         (Ok(Outcome::Works), Expect::Yes) => Verdict::Pass,
         (Ok(Outcome::Lacks(seen)), Expect::No(why)) => Verdict::ExpectedLimitation { why, seen },
-        (Ok(Outcome::Lacks(seen)), Expect::Yes) => Verdict::Fail(format!(
-            "{} should have \"{description}\", but {seen}",
-            chapter.name
-        )),
+        (Ok(Outcome::Lacks(seen)), Expect::Yes) => {
+            Verdict::Fail(format!("{} should have \"{description}\", but {seen}", chapter.name))
+        }
         (Ok(Outcome::Works), Expect::No(why)) => Verdict::Fail(format!(
             "{} passed, but the manifest says it lacks \"{description}\" ({why}). If the \
              chapter really can do this now, change its column in tests/src/manifest.rs and \
@@ -125,10 +124,9 @@ pub fn test(number: u8, probe_name: &str, build_dir: &Path) {
         Verdict::ExpectedLimitation { .. } => println!("{}", describe(chapter, probe, &verdict)),
         // A skipped probe passes its test without having checked anything: said on every
         // run, not only with --nocapture, so that nobody takes it for a pass.
-        Verdict::Skipped(why) => print_uncaptured(&format!(
-            "suite: SKIPPED {} on {}: {why}",
-            probe.name, chapter.name
-        )),
+        Verdict::Skipped(why) => {
+            print_uncaptured(&format!("suite: SKIPPED {} on {}: {why}", probe.name, chapter.name))
+        }
         Verdict::Pass => {}
         Verdict::Fail(_) => panic!("{}", describe(chapter, probe, &verdict)),
     }

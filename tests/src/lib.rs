@@ -1,8 +1,8 @@
 //! The one HTTP suite every chapter of the Event Loop Workbook is held to.
 //!
-//! The workbook builds one server six times. This crate checks all six from the outside,
-//! over real TCP connections, with the same probes, and holds each chapter to what the
-//! contract says it can and cannot do:
+//! The workbook builds one server again and again, once per chapter. This crate checks
+//! every chapter from the outside, over real TCP connections, with the same probes, and
+//! holds each to what the contract says it can and cannot do:
 //!
 //! - [`chapters`]: which chapters exist, and how their programs are built for the tests.
 //! - [`manifest`]: the capability table. For every capability and chapter: yes, or no

@@ -22,7 +22,7 @@ const USAGE: &str = "\
 usage: suite [--chapter N] [--addr HOST:PORT] [--only NAME] [--capability-table]
 
   (no flags)          start every chapter that exists and run every probe against it
-  --chapter N         only chapter N (1-6)
+  --chapter N         only chapter N (the NN of chapters/NN-name)
   --addr HOST:PORT    probe a server you started yourself; --chapter says which chapter's
                       expectations to hold it to. Probes that must start the server
                       themselves (special flags, signals) are skipped.
@@ -40,12 +40,7 @@ struct Args {
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut args = Args {
-        chapter: None,
-        address: None,
-        only: None,
-        table: false,
-    };
+    let mut args = Args { chapter: None, address: None, only: None, table: false };
     let mut words = std::env::args().skip(1);
     while let Some(flag) = words.next() {
         let mut value = || words.next().ok_or(format!("{flag} needs a value"));
@@ -86,11 +81,7 @@ fn main() {
     }
     let probes: Vec<&'static Probe> = PROBES
         .iter()
-        .filter(|probe| {
-            args.only
-                .as_ref()
-                .is_none_or(|only| probe.name.contains(only.as_str()))
-        })
+        .filter(|probe| args.only.as_ref().is_none_or(|only| probe.name.contains(only.as_str())))
         .collect();
 
     let verdicts = match args.address {
@@ -98,10 +89,7 @@ fn main() {
         // connection open would disturb the others on a one-at-a-time chapter.
         Some(address) => {
             let chapter = args.chapter.expect("checked in parse_args");
-            eprintln!(
-                "suite: probing {} at {address}, one probe at a time",
-                chapter.name
-            );
+            eprintln!("suite: probing {} at {address}, one probe at a time", chapter.name);
             probes
                 .iter()
                 .map(|probe| {
@@ -153,10 +141,7 @@ fn run_own(
     thread::scope(|scope| {
         for _ in 0..PARALLEL {
             scope.spawn(|| loop {
-                let job = jobs
-                    .lock()
-                    .unwrap_or_else(|poison| poison.into_inner())
-                    .next();
+                let job = jobs.lock().unwrap_or_else(|poison| poison.into_inner()).next();
                 let Some((chapter, probe, binary)) = job else {
                     break;
                 };
@@ -166,9 +151,7 @@ fn run_own(
             });
         }
     });
-    let mut verdicts = verdicts
-        .into_inner()
-        .unwrap_or_else(|poison| poison.into_inner());
+    let mut verdicts = verdicts.into_inner().unwrap_or_else(|poison| poison.into_inner());
     verdicts.extend(broken);
     // Back into the table's order: by chapter, then as PROBES lists them.
     let position = |probe: &Probe| PROBES.iter().position(|p| p.name == probe.name);

@@ -24,9 +24,7 @@ pub fn cpu_time(pid: u32) -> Option<Duration> {
     let user: u64 = fields.get(11)?.parse().ok()?;
     let system: u64 = fields.get(12)?.parse().ok()?;
     let ticks = clock_ticks_per_second();
-    Some(Duration::from_secs_f64(
-        (user + system) as f64 / ticks as f64,
-    ))
+    Some(Duration::from_secs_f64((user + system) as f64 / ticks as f64))
 }
 
 /// `sysconf(_SC_CLK_TCK)`, asked of `getconf` because std cannot call sysconf. Almost
@@ -64,10 +62,7 @@ pub fn memory(pid: u32) -> Option<Memory> {
         let number = line[name.len()..].trim().strip_suffix("kB")?.trim();
         number.parse::<u64>().ok().map(|kib| kib * 1024)
     };
-    Some(Memory {
-        resident: kibibytes("VmRSS:")?,
-        peak: kibibytes("VmHWM:")?,
-    })
+    Some(Memory { resident: kibibytes("VmRSS:")?, peak: kibibytes("VmHWM:")? })
 }
 
 /// How many file descriptors the process has open: the entries of `/proc/PID/fd`.
@@ -90,16 +85,11 @@ pub struct DescriptorLimits {
 pub fn own_descriptor_limits() -> Option<DescriptorLimits> {
     let limits = fs::read_to_string("/proc/self/limits").ok()?;
     // "Max open files            20000                20000                files"
-    let line = limits
-        .lines()
-        .find(|line| line.starts_with("Max open files"))?;
+    let line = limits.lines().find(|line| line.starts_with("Max open files"))?;
     let mut words = line["Max open files".len()..].split_whitespace();
     // "unlimited" does not parse, and is plenty.
     let mut limit = || Some(words.next()?.parse().unwrap_or(u64::MAX));
-    Some(DescriptorLimits {
-        soft: limit()?,
-        hard: limit()?,
-    })
+    Some(DescriptorLimits { soft: limit()?, hard: limit()? })
 }
 
 /// "12.3 MiB", for messages.

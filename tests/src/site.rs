@@ -41,22 +41,14 @@ impl Site {
     /// Creates the site; with `big_size` > 0, also `big.bin` of that many bytes.
     pub fn create(big_size: usize) -> io::Result<Site> {
         static COUNT: AtomicUsize = AtomicUsize::new(0);
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |time| time.subsec_nanos());
-        let unique = format!(
-            "{}-{}-{nanos}",
-            std::process::id(),
-            COUNT.fetch_add(1, Ordering::Relaxed)
-        );
+        let nanos =
+            SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |time| time.subsec_nanos());
+        let unique =
+            format!("{}-{}-{nanos}", std::process::id(), COUNT.fetch_add(1, Ordering::Relaxed));
         let base = std::env::temp_dir().join(format!("suite-site-{unique}"));
         let root = base.join("root");
-        let site = Site {
-            secret: format!("SUITE-SECRET-{unique}"),
-            big: pattern(big_size),
-            base,
-            root,
-        };
+        let site =
+            Site { secret: format!("SUITE-SECRET-{unique}"), big: pattern(big_size), base, root };
         // From here on, dropping `site` removes whatever was made, even on an error.
         fs::create_dir_all(site.root.join("sub"))?;
         fs::write(site.base.join("secret.txt"), &site.secret)?;
@@ -127,12 +119,7 @@ pub fn first_difference(expected: &[u8], got: &[u8]) -> Option<usize> {
 /// buffer stays near its starting size while the reader reads nothing.
 pub fn stuck_response_size() -> usize {
     let third = |path: &str| -> Option<usize> {
-        fs::read_to_string(path)
-            .ok()?
-            .split_whitespace()
-            .nth(2)?
-            .parse()
-            .ok()
+        fs::read_to_string(path).ok()?.split_whitespace().nth(2)?.parse().ok()
     };
     let buffers = third("/proc/sys/net/ipv4/tcp_wmem").unwrap_or(4 << 20)
         + third("/proc/sys/net/ipv4/tcp_rmem").map_or(6 << 20, |max| max.min(6 << 20));
@@ -160,10 +147,7 @@ mod tests {
         let site = Site::create(100).unwrap();
         let base = site.base.clone();
         assert_eq!(fs::read(site.root.join("big.bin")).unwrap(), site.big);
-        assert_eq!(
-            fs::read_to_string(site.root.join("link-out")).unwrap(),
-            site.secret
-        );
+        assert_eq!(fs::read_to_string(site.root.join("link-out")).unwrap(), site.secret);
         drop(site);
         assert!(!base.exists());
     }

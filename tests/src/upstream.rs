@@ -50,10 +50,7 @@ struct Stopped {
 impl Stopped {
     /// Waits until stopped or `timeout` passes; says whether we were stopped.
     fn wait(&self, timeout: Duration) -> bool {
-        let flag = self
-            .flag
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner());
+        let flag = self.flag.lock().unwrap_or_else(|poison| poison.into_inner());
         let (flag, _) = self
             .changed
             .wait_timeout_while(flag, timeout, |stopped| !*stopped)
@@ -62,10 +59,7 @@ impl Stopped {
     }
 
     fn is_set(&self) -> bool {
-        *self
-            .flag
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
+        *self.flag.lock().unwrap_or_else(|poison| poison.into_inner())
     }
 }
 
@@ -99,12 +93,7 @@ impl Upstream {
                 }
             })
         };
-        Ok(Upstream {
-            address,
-            stopped,
-            requests,
-            acceptor: Some(acceptor),
-        })
+        Ok(Upstream { address, stopped, requests, acceptor: Some(acceptor) })
     }
 
     /// Waits until a request arrives here, and returns its request line. This is how a
@@ -117,11 +106,7 @@ impl Upstream {
 impl Drop for Upstream {
     fn drop(&mut self) {
         {
-            let mut flag = self
-                .stopped
-                .flag
-                .lock()
-                .unwrap_or_else(|poison| poison.into_inner());
+            let mut flag = self.stopped.flag.lock().unwrap_or_else(|poison| poison.into_inner());
             *flag = true;
         }
         self.stopped.changed.notify_all();
@@ -163,10 +148,9 @@ fn answer(mut stream: TcpStream, stopped: &Stopped, report: &Sender<String>) -> 
         "/target" => reply("200 OK", "text/plain", &format!("{target}\n")),
         "/until-close" => format!("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n{HELLO}"),
         "/garbage" => "SSH-2.0-OpenSSH_9.6\r\nProtocol mismatch.\r\n".to_string(),
-        "/continue" => format!(
-            "HTTP/1.1 100 Continue\r\n\r\n{}",
-            reply("200 OK", "text/plain", CONTINUED)
-        ),
+        "/continue" => {
+            format!("HTTP/1.1 100 Continue\r\n\r\n{}", reply("200 OK", "text/plain", CONTINUED))
+        }
         "/switching" => "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\
                          Connection: Upgrade\r\n\r\nnot HTTP any more"
             .to_string(),
@@ -178,10 +162,7 @@ fn answer(mut stream: TcpStream, stopped: &Stopped, report: &Sender<String>) -> 
             return Ok(());
         }
         "/slow" => {
-            let ms = query
-                .strip_prefix("ms=")
-                .and_then(|ms| ms.parse().ok())
-                .unwrap_or(1000);
+            let ms = query.strip_prefix("ms=").and_then(|ms| ms.parse().ok()).unwrap_or(1000);
             if stopped.wait(Duration::from_millis(ms)) {
                 return Ok(());
             }

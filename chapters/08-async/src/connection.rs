@@ -93,6 +93,7 @@ impl Client {
     }
     // ANCHOR_END: loop
 
+    // ANCHOR: send_file
     /// Sends a file's body a chunk at a time, each read on the pool once the last is sent.
     async fn send_file(&mut self, mut chunk: Chunk, server: &Server) -> io::Result<()> {
         let mut left = chunk.length;
@@ -122,6 +123,7 @@ impl Client {
         server.requests_served.set(server.requests_served.get() + 1);
         framing.keep_alive
     }
+    // ANCHOR_END: send_file
 
     // ANCHOR: read_request
     /// Reads more of the next request, within its time: an idle client has the shorter of
@@ -136,10 +138,9 @@ impl Client {
             config.header_timeout
         };
         let deadline = self.since + limit;
-        let mut chunk = [0u8; 16 * 1024];
         let read = timeout(
             deadline.saturating_duration_since(Instant::now()),
-            self.stream.read(&mut chunk),
+            self.stream.read_to(&mut self.received),
         );
         let read = if idle { server.shutdown.cancels(read).await } else { Some(read.await) };
         let count = match read {
@@ -156,11 +157,11 @@ impl Client {
         if count == 0 {
             return Err(io::ErrorKind::UnexpectedEof.into()); // gone, or half-closed: done
         }
-        self.received.extend_from_slice(&chunk[..count]);
         Ok(())
     }
     // ANCHOR_END: read_request
 
+    // ANCHOR: send
     /// Sends all the output, with `--send-timeout` between any two writes that make progress.
     async fn send(&mut self, server: &Server) -> io::Result<()> {
         let mut sent = 0;
@@ -182,11 +183,11 @@ impl Client {
     /// its side (or sends too much, or takes too long). nginx calls this a lingering close.
     async fn linger(&mut self, server: &Server) {
         let _ = self.stream.get_ref().shutdown(Shutdown::Write);
-        let mut chunk = [0u8; 16 * 1024];
         let mut discarded = 0;
         let discard = async {
             while discarded <= MAX_DISCARD {
-                match self.stream.read(&mut chunk).await {
+                self.received.clear();
+                match self.stream.read_to(&mut self.received).await {
                     Ok(count) if count > 0 => discarded += count,
                     _ => return,
                 }
@@ -194,6 +195,7 @@ impl Client {
         };
         let _ = timeout(server.config.keep_alive_timeout, discard).await; // at most this long
     }
+    // ANCHOR_END: send
 }
 
 // ANCHOR: answer

@@ -87,8 +87,17 @@ impl Async<TcpStream> {
         }
     }
 
-    pub async fn read(&self, buffer: &mut [u8]) -> io::Result<usize> {
-        self.read_with(|stream| (&*stream).read(buffer)).await
+    /// Reads what has arrived (up to 16 KiB) onto the end of `buffer`; 0 means the peer has
+    /// closed. The scratch array is on the stack only while the read runs: an array held
+    /// across an `.await` is stored in the task, and 10,000 idle tasks would carry one each.
+    pub async fn read_to(&self, buffer: &mut Vec<u8>) -> io::Result<usize> {
+        self.read_with(|stream| {
+            let mut chunk = [0u8; 16 * 1024];
+            let count = (&*stream).read(&mut chunk)?;
+            buffer.extend_from_slice(&chunk[..count]);
+            Ok(count)
+        })
+        .await
     }
 
     pub async fn write(&self, bytes: &[u8]) -> io::Result<usize> {

@@ -20,6 +20,7 @@ use std::pin::pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
+// ANCHOR: line
 /// The tasks waiting for something, in the order they came, by place number.
 #[derive(Default)]
 struct Line {
@@ -71,6 +72,7 @@ impl<F: FnMut()> Drop for OnDrop<F> {
         (self.0)()
     }
 }
+// ANCHOR_END: line
 
 // ANCHOR: event
 /// A flag that tasks can wait for. Cloning gives another handle to the same flag.

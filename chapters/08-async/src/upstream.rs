@@ -20,10 +20,11 @@ pub async fn fetch(address: SocketAddr, path_and_query: &str, slots: &Semaphore)
         let cannot = |_| upstream::bad_gateway("could not reach the upstream");
         let stream = Async::<TcpStream>::connect(address).await.map_err(cannot)?;
         stream.write_all(&upstream::request(path_and_query, address)).await.map_err(cannot)?;
-        let (mut reader, mut chunk) = (ResponseReader::new(), [0u8; 16 * 1024]);
+        let (mut reader, mut received) = (ResponseReader::new(), Vec::new());
         loop {
-            let count = stream.read(&mut chunk).await.unwrap_or(0); // a reset ends it too
-            match reader.push(&chunk[..count]) {
+            received.clear();
+            let _ = stream.read_to(&mut received).await; // a reset ends it, as an end does
+            match reader.push(&received) {
                 UpstreamParse::Done(response) => return Ok(response),
                 UpstreamParse::Garbage(reason) => return Err(upstream::bad_gateway(reason)),
                 UpstreamParse::NeedMore => {}

@@ -26,6 +26,7 @@ use shared::log;
 
 use crate::{reactor, time};
 
+// ANCHOR: spawn
 /// A task: a future whose output nobody waits for, boxed because each has its own type.
 type Task = Pin<Box<dyn Future<Output = ()>>>;
 
@@ -46,6 +47,7 @@ thread_local! {
 pub fn spawn(future: impl Future<Output = ()> + 'static) {
     SPAWNED.with(|spawned| spawned.borrow_mut().push(Box::pin(future)));
 }
+// ANCHOR_END: spawn
 
 // ANCHOR: waker
 /// What a task's `Waker` does: put the task back in the run queue, once. A task woken

@@ -172,6 +172,7 @@ fn run_loop(
 }
 // ANCHOR_END: run_loop
 
+// ANCHOR: stats
 impl Server {
     /// This loop's counters.
     pub fn counters(&self) -> &Counters {
@@ -205,7 +206,9 @@ impl Server {
         }
     }
 }
+// ANCHOR_END: stats
 
+// ANCHOR: bind
 /// A listening socket that shares its port with the other loops': `SO_REUSEPORT`, and the
 /// kernel hands each new connection to one of them (by a hash of its addresses).
 fn bind(host: &str, port: u16) -> io::Result<TcpListener> {
@@ -221,6 +224,7 @@ fn bind(host: &str, port: u16) -> io::Result<TcpListener> {
     socket.set_nonblocking(true)?;
     Ok(socket.into())
 }
+// ANCHOR_END: bind
 
 // ANCHOR: accept
 /// The listener's task: accepts clients, a task for each, until the server shuts down.

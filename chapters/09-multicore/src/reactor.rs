@@ -72,6 +72,7 @@ fn with<T>(f: impl FnOnce(&mut Reactor) -> io::Result<T>) -> io::Result<T> {
 // ANCHOR_END: reactor
 
 impl Io {
+    // ANCHOR: register
     /// Starts watching `fd`, both ways, once for its whole life. Both directions start out
     /// ready: a task tries first, and learns from `EAGAIN` that it must wait.
     pub fn register(fd: BorrowedFd) -> io::Result<Io> {
@@ -93,6 +94,7 @@ impl Io {
             Ok(reactor.epoll.delete(fd)?)
         });
     }
+    // ANCHOR_END: register
 
     // ANCHOR: poll_ready
     /// `Ready` if `direction` may be ready; else keeps the task's waker, to wake it when

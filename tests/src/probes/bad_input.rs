@@ -46,16 +46,8 @@ pub fn trickled_request(target: &Target) -> Probed {
         send_trickled(&mut client, &request, &what)?;
         let response = receive(&mut client, &server, false, &what)?;
         expect_status(&response, &[200], &what)?;
-        let expected: &[u8] = if request.starts_with(b"POST") {
-            b"trickled body"
-        } else {
-            HELLO
-        };
-        check!(
-            response.body == expected,
-            "{what}: body {:?}",
-            response.text()
-        );
+        let expected: &[u8] = if request.starts_with(b"POST") { b"trickled body" } else { HELLO };
+        check!(response.body == expected, "{what}: body {:?}", response.text());
     }
     Ok(Outcome::Works)
 }
@@ -67,13 +59,7 @@ pub fn body_split_across_writes(target: &Target) -> Probed {
     let request = post("/echo", &body);
     let head_length = request.len() - body.len();
     // Inside a header name, at the end of the head, and twice inside the body.
-    let cuts = [
-        30,
-        head_length,
-        head_length + 1000,
-        head_length + 100_000,
-        request.len(),
-    ];
+    let cuts = [30, head_length, head_length + 1000, head_length + 100_000, request.len()];
     let what = "POST /echo with 300000 bytes sent in five writes";
     let mut client = connect(&server)?;
     let mut start = 0;
@@ -90,9 +76,7 @@ pub fn body_split_across_writes(target: &Target) -> Probed {
     let response = receive(&mut client, &server, false, what)?;
     expect_status(&response, &[200], what)?;
     if let Some(at) = first_difference(&body, &response.body) {
-        return Err(broken(format!(
-            "{what}: the echo differs from byte {at} on"
-        )));
+        return Err(broken(format!("{what}: the echo differs from byte {at} on")));
     }
     Ok(Outcome::Works)
 }
@@ -160,10 +144,7 @@ pub fn serves_after_abuse(target: &Target) -> Probed {
     }
     reset_mid_response(&server, 2)?;
     vanish(&server)?;
-    still_serves(
-        &mut server,
-        "a mix of bad requests, resets and vanishing clients",
-    )?;
+    still_serves(&mut server, "a mix of bad requests, resets and vanishing clients")?;
 
     // Every client but the one asking has gone, so the count must come down to one.
     let deadline = Instant::now() + PATIENCE;

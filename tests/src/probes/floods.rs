@@ -11,6 +11,8 @@
 //!   never reads an answer. The server must push back instead of buffering the answers.
 //! - [`ten_thousand_idle`]: 10,000 connections that say nothing: do they fit, in how much
 //!   memory, and is everyone else still served?
+//! - [`ten_thousand_idle_slowdown`]: and how much slower is a busy client served while
+//!   they are there? With `poll(2)`, every turn of the loop walks all of them.
 //! - [`big_download_memory`]: four clients download one big file at once. Does each cost
 //!   the server the whole file, or a chunk of it?
 //!
@@ -21,16 +23,17 @@ use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use super::{
     broken, check, connect, dropped_note, exchange, expect_status, finish_hello, get,
-    hello_meanwhile, make_site, needs_own_server, seconds, sending, stats_value, still_serves,
-    Meanwhile, Outcome, Probed, Stop, Target, PATIENCE, PROMPTLY,
+    hello_meanwhile, make_site, needs_own_server, receive, seconds, sending, stats_value,
+    still_serves, until_accepted, Meanwhile, Outcome, Probed, Stop, Target, HELLO, PATIENCE,
+    PROMPTLY,
 };
-use crate::client::{Client, ReadError};
+use crate::client::{show, Client, ReadError};
 use crate::manifest::{self, Capability, Expect};
 use crate::resources::{self, mebibytes};
 use crate::server::{Options, Server};
@@ -472,25 +475,24 @@ pub fn pipelined_without_reading(target: &Target) -> Probed {
 }
 // ANCHOR_END: pipelined_without_reading
 
-/// How many idle connections [`ten_thousand_idle`] opens, and the most memory the server
-/// may then use in all.
+/// How many idle connections [`ten_thousand_idle`] and [`ten_thousand_idle_slowdown`]
+/// open, and the most memory the server may then use in all.
 const IDLE_CLIENTS: usize = 10_000;
 const IDLE_MEMORY_BOUND: u64 = 64 << 20;
-/// How many the probe opens before it checks that others are still served: enough for a
+/// How many they open before they check that others are still served: enough for a
 /// one-at-a-time chapter to show, few enough to find out quickly.
 const IDLE_FIRST: usize = 100;
+/// How many they open before they wait for the server to take them in: the kernel queues
+/// only 1024 connections the server has not accepted yet.
+const IDLE_BATCH: usize = 1000;
 
-/// This process needs 10,000 descriptors for [`ten_thousand_idle`], and the usual limit
+/// This process needs 10,000 descriptors for each of those two probes, and the usual limit
 /// is 20,000: two at once would not fit beside the other tests. So they take turns.
 static TEN_THOUSAND: Mutex<()> = Mutex::new(());
 
-// ANCHOR: ten_thousand_idle
-/// 10,000 clients connect and say nothing. The server must hold them all (at a few
-/// hundred bytes each, not kilobytes: 64 MiB for all of them is generous) and still
-/// answer a `GET /hello` at once. Chapter 1 holds one connection at a time: with the
-/// first hundred connected it is stuck already.
-pub fn ten_thousand_idle(target: &Target) -> Probed {
-    needs_own_server(target)?;
+/// Waits for this probe's turn to open 10,000 connections, or skips, loudly, where this
+/// process may not open that many.
+fn ten_thousand_turn() -> Result<MutexGuard<'static, ()>, Stop> {
     if resources::own_descriptor_limits()
         .is_some_and(|limits| limits.soft < 2 * IDLE_CLIENTS as u64)
     {
@@ -498,23 +500,32 @@ pub fn ten_thousand_idle(target: &Target) -> Probed {
             "needs `ulimit -n` of 20000: 10,000 connections, and the other tests' own",
         ));
     }
-    let _turn = TEN_THOUSAND.lock().unwrap_or_else(PoisonError::into_inner);
-    // No timeouts while we count: chapter 4 would close the idle clients after 10 s.
-    let server = target.start(Options {
-        if_supported: vec![
-            ("--header-timeout", "60".into()),
-            ("--keep-alive-timeout", "60".into()),
-        ],
-        ..Options::default()
-    })?;
-    let pid = pid(&server)?;
-    // Counted before any client has connected: a closed connection's descriptor may
-    // linger in the server for a moment after the client has gone.
-    let at_rest = measured(resources::open_descriptors(pid))?;
-    // Memory after one request, so that what the first request allocates counts as rest.
-    expect_status(&exchange(&server, &get("/hello"))?, &[200], "GET /hello")?;
-    let at_rest_memory = measured(resources::memory(pid))?;
+    Ok(TEN_THOUSAND.lock().unwrap_or_else(PoisonError::into_inner))
+}
 
+/// A server for 10,000 idle connections, with `extra` flags if the chapter knows them. No
+/// timeouts while we count: chapter 4 on would close the idle clients within seconds.
+fn ten_thousand_server(target: &Target, extra: &[(&'static str, &str)]) -> Result<Server, Stop> {
+    let mut if_supported =
+        vec![("--header-timeout", "60".to_string()), ("--keep-alive-timeout", "60".to_string())];
+    if_supported.extend(extra.iter().map(|(flag, value)| (*flag, value.to_string())));
+    target.start(Options { if_supported, ..Options::default() })
+}
+
+/// What became of 10,000 clients that connected and said nothing.
+enum Crowd {
+    /// The server took in every one of them (and `/stats` counts them); they stay
+    /// connected until this is dropped.
+    Held(Vec<TcpStream>),
+    /// With the first [`IDLE_FIRST`] of them connected, a `GET /hello` from another client
+    /// went unanswered (it was answered once they left): what was seen.
+    Stuck(String),
+}
+
+/// Connects [`IDLE_CLIENTS`] clients that say nothing to `server` (process `pid`, which
+/// held `at_rest` descriptors before anyone connected), and waits until it has accepted
+/// them all.
+fn crowd(server: &Server, pid: u32, at_rest: usize) -> Result<Crowd, Stop> {
     let mut idle = Vec::with_capacity(IDLE_CLIENTS);
     let open_idle = |idle: &mut Vec<TcpStream>| -> Result<(), Stop> {
         let stream = TcpStream::connect_timeout(&server.address, Duration::from_secs(2)).map_err(
@@ -526,11 +537,11 @@ pub fn ten_thousand_idle(target: &Target) -> Probed {
     for _ in 0..IDLE_FIRST {
         open_idle(&mut idle)?;
     }
-    if let Meanwhile::Waiting { client, sent } = hello_meanwhile(&server)? {
+    if let Meanwhile::Waiting { client, sent } = hello_meanwhile(server)? {
         let left = Instant::now();
         drop(idle);
-        finish_hello(&server, client, sent)?;
-        return Ok(Outcome::Lacks(format!(
+        finish_hello(server, client, sent)?;
+        return Ok(Crowd::Stuck(format!(
             "with {IDLE_FIRST} idle clients connected, GET /hello got no answer within {}; \
              it was answered {} after they left",
             seconds(PROMPTLY),
@@ -538,12 +549,12 @@ pub fn ten_thousand_idle(target: &Target) -> Probed {
         )));
     }
     while idle.len() < IDLE_CLIENTS {
-        let batch = (IDLE_CLIENTS - idle.len()).min(1000);
+        let batch = (IDLE_CLIENTS - idle.len()).min(IDLE_BATCH);
         for _ in 0..batch {
             open_idle(&mut idle)?;
         }
-        // Let the server take them in before the next thousand: the kernel queues only
-        // 1024 connections the server has not accepted yet.
+        // Let the server take them in before the next thousand, or the kernel's queue of
+        // connections not yet accepted overflows and connecting fails.
         let wanted = at_rest + idle.len();
         let most = wait_for_descriptors(pid, wanted, PATIENCE)?;
         check!(
@@ -554,13 +565,41 @@ pub fn ten_thousand_idle(target: &Target) -> Probed {
             most
         );
     }
-
-    let stats = exchange(&server, &get("/stats"))?;
+    // The count of descriptors may include a few that are not idle clients (a busy
+    // client's, one closed but not yet let go): the kernel's queue says whether any of
+    // the idle ones still waits to be accepted.
+    until_accepted(server, &format!("the last of {IDLE_CLIENTS} idle connections"))?;
+    let stats = exchange(server, &get("/stats"))?;
     let open = stats_value(&stats, "connections_open");
     check!(
         open.is_some_and(|open| open >= IDLE_CLIENTS as u64),
         "with {IDLE_CLIENTS} idle clients connected, /stats says connections_open {open:?}"
     );
+    Ok(Crowd::Held(idle))
+}
+
+// ANCHOR: ten_thousand_idle
+/// 10,000 clients connect and say nothing. The server must hold them all (at a few
+/// hundred bytes each, not kilobytes: 64 MiB for all of them is generous) and still
+/// answer a `GET /hello` at once. Chapter 1 holds one connection at a time: with the
+/// first hundred connected it is stuck already.
+pub fn ten_thousand_idle(target: &Target) -> Probed {
+    needs_own_server(target)?;
+    let _turn = ten_thousand_turn()?;
+    let server = ten_thousand_server(target, &[])?;
+    let pid = pid(&server)?;
+    // Counted before any client has connected: a closed connection's descriptor may
+    // linger in the server for a moment after the client has gone.
+    let at_rest = measured(resources::open_descriptors(pid))?;
+    // Memory after one request, so that what the first request allocates counts as rest.
+    expect_status(&exchange(&server, &get("/hello"))?, &[200], "GET /hello")?;
+    let at_rest_memory = measured(resources::memory(pid))?;
+
+    // Held to the end of the probe: the memory below is measured with them connected.
+    let _idle = match crowd(&server, pid, at_rest)? {
+        Crowd::Held(idle) => idle,
+        Crowd::Stuck(seen) => return Ok(Outcome::Lacks(seen)),
+    };
     if let Meanwhile::Waiting { .. } = hello_meanwhile(&server)? {
         return Err(broken(format!(
             "with {IDLE_CLIENTS} idle clients connected, GET /hello got no answer within {}",
@@ -589,6 +628,196 @@ pub fn ten_thousand_idle(target: &Target) -> Probed {
     Ok(Outcome::Works)
 }
 // ANCHOR_END: ten_thousand_idle
+
+/// One timed round of [`ten_thousand_idle_slowdown`]: this many `GET /hello` in a row,
+/// after [`BUSY_WARM_UP`] that are not timed. The fastest round counts: at least
+/// [`BUSY_ROUNDS`] of them, and more while [`BUSY_TIME`] lasts (up to [`BUSY_MAX_ROUNDS`]),
+/// so that a moment when other work holds the machine is not all the probe sees.
+const BUSY_ROUND: usize = 100;
+const BUSY_WARM_UP: usize = 20;
+const BUSY_ROUNDS: usize = 3;
+const BUSY_TIME: Duration = Duration::from_millis(500);
+const BUSY_MAX_ROUNDS: usize = 50;
+/// The longest a round may take; one that has not ended by then is cut short, and counted
+/// at the pace it kept.
+const ROUND_LIMIT: Duration = PATIENCE;
+/// How much slower a round may be with 10,000 idle connections open than with none.
+/// Measured on debug builds: 1x to 2.5x where the loop waits with epoll, a hundred times
+/// and more where it waits with `poll(2)`. The bound sits well away from both, and a
+/// ratio of two rounds on one machine stays put when a busy machine slows both.
+const SLOWDOWN_BOUND: f64 = 12.0;
+
+/// The busy client of [`ten_thousand_idle_slowdown`]: `GET /hello` after `GET /hello`, on
+/// one keep-alive connection (on a new one whenever the server closes it: chapters 1 and
+/// 2 answer one request per connection).
+struct Busy<'a> {
+    server: &'a Server,
+    connection: Option<Client>,
+}
+
+impl Busy<'_> {
+    /// One `GET /hello`, answered in full and checked.
+    fn hello(&mut self) -> Result<(), Stop> {
+        let what = "GET /hello from the busy client";
+        let mut client = match self.connection.take() {
+            Some(client) => client,
+            None => connect(self.server)?,
+        };
+        sending(&mut client, &get("/hello"), what)?;
+        let response = receive(&mut client, self.server, false, what)?;
+        expect_status(&response, &[200], what)?;
+        check!(response.body == HELLO, "{what}: the body is {}", show(&response.body));
+        if !response.says_close() {
+            self.connection = Some(client);
+        }
+        Ok(())
+    }
+
+    /// Warms up, then times rounds: the fastest, and how many there were. Other work on
+    /// the machine can only make a round slower, so the fastest is the truest.
+    fn fastest_round(&mut self) -> Result<Timed, Stop> {
+        for _ in 0..BUSY_WARM_UP {
+            self.hello()?;
+        }
+        let began = Instant::now();
+        let mut timed = Timed { fastest: Duration::MAX, rounds: 0 };
+        while timed.rounds < BUSY_ROUNDS
+            || (began.elapsed() < BUSY_TIME && timed.rounds < BUSY_MAX_ROUNDS)
+        {
+            let started = Instant::now();
+            let mut done = 0;
+            while done < BUSY_ROUND && (done == 0 || started.elapsed() < ROUND_LIMIT) {
+                self.hello()?;
+                done += 1;
+            }
+            // `done` is at least 1 and at most BUSY_ROUND, so neither cast can truncate.
+            let took = started.elapsed() * BUSY_ROUND as u32 / done as u32;
+            timed = Timed { fastest: timed.fastest.min(took), rounds: timed.rounds + 1 };
+        }
+        Ok(timed)
+    }
+}
+
+/// The fastest of `rounds` rounds of [`BUSY_ROUND`] requests.
+#[derive(Clone, Copy)]
+struct Timed {
+    fastest: Duration,
+    rounds: usize,
+}
+
+/// What one server of [`ten_thousand_idle_slowdown`] showed.
+enum Slowdown {
+    /// The rounds without idle connections (`quiet`), and with 10,000 (`crowded`).
+    Measured { quiet: Timed, crowded: Timed },
+    /// The busy client could not be served at all while idle clients were connected.
+    Stuck(String),
+}
+
+impl Slowdown {
+    /// The rounds on `server`: without idle connections, then with 10,000 of them.
+    fn measure(server: &Server) -> Result<Slowdown, Stop> {
+        let pid = pid(server)?;
+        // Before any client connects, as in `ten_thousand_idle`.
+        let at_rest = measured(resources::open_descriptors(pid))?;
+        let mut busy = Busy { server, connection: None };
+        let quiet = busy.fastest_round()?;
+        let idle = match crowd(server, pid, at_rest)? {
+            Crowd::Held(idle) => idle,
+            Crowd::Stuck(seen) => return Ok(Slowdown::Stuck(seen)),
+        };
+        let crowded = busy.fastest_round()?;
+        drop(idle);
+        Ok(Slowdown::Measured { quiet, crowded })
+    }
+}
+
+/// How much slower the fastest crowded round was than the fastest quiet one.
+fn ratio(quiet: Timed, crowded: Timed) -> f64 {
+    crowded.fastest.as_secs_f64() / quiet.fastest.as_secs_f64().max(1e-9)
+}
+
+/// "100 GET /hello in a row took 3.5 ms with no idle connections open, 7.0 ms with
+/// 10000 (the fastest of 50 and of 50 rounds): 2.0x", for messages.
+fn rounds(quiet: Timed, crowded: Timed) -> String {
+    let ms = |timed: Timed| format!("{:.1} ms", timed.fastest.as_secs_f64() * 1000.0);
+    format!(
+        "{BUSY_ROUND} GET /hello in a row took {} with no idle connections open, {} with \
+         {IDLE_CLIENTS} (the fastest of {} and of {} rounds): {:.1}x",
+        ms(quiet),
+        ms(crowded),
+        quiet.rounds,
+        crowded.rounds,
+        ratio(quiet, crowded)
+    )
+}
+
+// ANCHOR: ten_thousand_idle_slowdown
+/// Does a busy client pay for the idle ones? It sends `GET /hello` after `GET /hello`,
+/// timed, first with no other client connected and then with 10,000 that say nothing.
+/// A loop that waits with `poll(2)` hands the kernel the whole list of descriptors on
+/// every turn, and the kernel walks all of it, so every turn, and every request, costs time
+/// in proportion to the connections open. epoll keeps the list in the kernel and hands
+/// back only the ready ones: the second run must take at most [`SLOWDOWN_BOUND`] times
+/// the first. A ratio, not a time, so that a slow machine does not decide.
+///
+/// A chapter that can also wait with `poll(2)` (chapter 7's `--backend poll`) is then
+/// measured that way too, and must be slowed down past the bound: otherwise this probe
+/// could not tell the two apart, and the chapter's pass would prove nothing.
+pub fn ten_thousand_idle_slowdown(target: &Target) -> Probed {
+    needs_own_server(target)?;
+    let _turn = ten_thousand_turn()?;
+    let server = ten_thousand_server(target, &[])?;
+    let (quiet, crowded) = match Slowdown::measure(&server)? {
+        Slowdown::Measured { quiet, crowded } => (quiet, crowded),
+        Slowdown::Stuck(seen) => {
+            return Ok(Outcome::Lacks(format!(
+                "the busy client could not be served at all: {seen}"
+            )))
+        }
+    };
+    let measured = rounds(quiet, crowded);
+    if ratio(quiet, crowded) > SLOWDOWN_BOUND {
+        return Ok(Outcome::Lacks(format!("{measured}; the bound is {SLOWDOWN_BOUND}x")));
+    }
+    // One server of 10,000 connections at a time.
+    drop(server);
+
+    let poll = ten_thousand_server(target, &[("--backend", "poll")])?;
+    if poll.dropped_flags.contains(&"--backend") {
+        // Shown with `cargo test -p suite ten_thousand -- --nocapture`: the measurement.
+        println!("{}: {measured} (it has no --backend flag)", poll.chapter.name);
+        return Ok(Outcome::Works);
+    }
+    let stats = exchange(&poll, &get("/stats"))?;
+    let text = stats.text();
+    let backend = text.lines().find(|line| line.starts_with("backend "));
+    check!(
+        backend.is_none_or(|line| line.trim_end() == "backend poll"),
+        "started with --backend poll, /stats says {backend:?}"
+    );
+    let (quiet, crowded) = match Slowdown::measure(&poll)? {
+        Slowdown::Measured { quiet, crowded } => (quiet, crowded),
+        Slowdown::Stuck(seen) => {
+            return Err(broken(format!(
+                "with --backend poll, the busy client could not be served at all: {seen}"
+            )))
+        }
+    };
+    let measured_on_poll = rounds(quiet, crowded);
+    if ratio(quiet, crowded) <= SLOWDOWN_BOUND {
+        return Err(broken(format!(
+            "with the default backend, {measured}; but with --backend poll too, \
+             {measured_on_poll}, within the bound of {SLOWDOWN_BOUND}x: poll(2) should be \
+             far slower, so the probe cannot tell the backends apart"
+        )));
+    }
+    println!(
+        "{}: default backend: {measured}; --backend poll: {measured_on_poll}",
+        poll.chapter.name
+    );
+    Ok(Outcome::Works)
+}
+// ANCHOR_END: ten_thousand_idle_slowdown
 
 /// The file [`big_download_memory`] serves, how many clients fetch it at once, and how much
 /// more memory that may cost the server at its peak. Read whole, it would cost 96 MiB per

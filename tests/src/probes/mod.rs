@@ -34,7 +34,7 @@ use crate::client::{show, Client, Ending, ReadError, Response};
 use crate::kernel;
 use crate::manifest::Capability::{
     Basics, BoundedDownload, GracefulShutdown, IdleClient, KeepAlive, SleepAndUpstream, SlowDisk,
-    SlowReader, Slowloris, Timeouts,
+    SlowReader, Slowloris, TenThousandIdle, Timeouts,
 };
 use crate::manifest::{self, Capability, Expect};
 use crate::server::{Options, Server};
@@ -125,6 +125,7 @@ pub const PROBES: &[Probe] = &[
     probe("slowloris", Slowloris, floods::slowloris),
     probe("slow_disk", SlowDisk, concurrency::slow_disk),
     probe("big_download_memory", BoundedDownload, floods::big_download_memory),
+    probe("ten_thousand_idle_slowdown", TenThousandIdle, floods::ten_thousand_idle_slowdown),
 ];
 // ANCHOR_END: probes
 
