@@ -121,7 +121,12 @@ impl Server {
     /// A connection has closed, for whatever reason (see `Connection::on_close`).
     fn connection_closed(&mut self, event_loop: &mut EventLoop<Server>) {
         self.connections_open -= 1;
-        // A descriptor is free: if accepting had paused for lack of them, resume.
+        self.resume_accepting(event_loop); // a descriptor is free
+    }
+
+    /// If accepting had paused for lack of descriptors, resumes it (a retry is cheap: out
+    /// of them still, `accept_all` pauses again).
+    fn resume_accepting(&mut self, event_loop: &mut EventLoop<Server>) {
         if let Some(listener) = self.listener {
             event_loop.set_interest(listener, Interest::READABLE);
         }
@@ -208,8 +213,11 @@ impl Handler<Server> for Signals {
 // ANCHOR: pool_waker
 /// The thread pool's waker, as a handler: readable when jobs have finished.
 impl Handler<Server> for Arc<Waker> {
-    fn on_readable(&mut self, _: &mut EventLoop<Server>, _: Token, server: &mut Server) {
+    fn on_readable(&mut self, event_loop: &mut EventLoop<Server>, _: Token, server: &mut Server) {
         server.files.settle_finished();
+        // A job whose client has left closes its file: with no client left to close, that
+        // may be the only descriptor that comes free.
+        server.resume_accepting(event_loop);
     }
 }
 // ANCHOR_END: pool_waker

@@ -107,7 +107,10 @@ pub struct UpstreamSocket<S: 'static> {
 }
 
 impl<S: 'static> Handler<S> for UpstreamSocket<S> {
-    fn on_readable(&mut self, _: &mut EventLoop<S>, _: Token, _: &mut S) {
+    fn on_readable(&mut self, event_loop: &mut EventLoop<S>, token: Token, _: &mut S) {
+        // Quiet until a step asks again: a ready socket left in the loop's interest would
+        // wake it on every turn while the chain does something else (a busy loop).
+        event_loop.set_interest(token, Interest::NONE);
         if let Some(ready) = self.ready.take() {
             ready.resolve(());
         }
