@@ -23,24 +23,34 @@ pub const BACKLOG: i32 = 1024;
 /// Binds `host:port`. A non-blocking listener is what `poll`-based chapters want: `accept`
 /// then answers `WouldBlock` instead of waiting when nobody is there.
 pub fn bind(host: &str, port: u16, nonblocking: bool) -> io::Result<TcpListener> {
+    bind_with(host, port, |socket| socket.set_nonblocking(nonblocking))
+}
+
+/// [`bind`], with a chance to set options on the socket first: some must be set before
+/// `bind` (chapter 9's `SO_REUSEPORT`, which lets several listeners share one port).
+pub fn bind_with(
+    host: &str, port: u16, options: impl FnOnce(&Socket) -> io::Result<()>,
+) -> io::Result<TcpListener> {
     let address: SocketAddr = (host, port)
         .to_socket_addrs()?
         .next()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "host has no address"))?;
     let socket = Socket::new(Domain::for_address(address), Type::STREAM, Some(Protocol::TCP))?;
     socket.set_reuse_address(true)?;
+    options(&socket)?;
     socket.bind(&address.into())?;
     socket.listen(BACKLOG)?;
-    socket.set_nonblocking(nonblocking)?;
     Ok(socket.into())
 }
 
-/// Binds as the config says and prints the contract's first line,
-/// `listening on http://HOST:PORT`, with the real port (`--port 0` picks a free one).
+/// Binds as the config says and prints the contract's first line (see [`announce`]).
 /// A port in use is a one-line error and exit status 1, not a panic.
 pub fn listen(config: &Config, nonblocking: bool) -> TcpListener {
-    let listener = match bind(&config.host, config.port, nonblocking) {
-        Ok(listener) => listener,
+    match bind(&config.host, config.port, nonblocking) {
+        Ok(listener) => {
+            announce(config, &listener);
+            listener
+        }
         Err(error) => {
             crate::log!(
                 "{}: cannot listen on {}:{}: {error}",
@@ -50,13 +60,16 @@ pub fn listen(config: &Config, nonblocking: bool) -> TcpListener {
             );
             exit(1);
         }
-    };
+    }
+}
+
+/// Prints `listening on http://HOST:PORT` with the real port (`--port 0` picks a free one).
+pub fn announce(config: &Config, listener: &TcpListener) {
     let port = listener.local_addr().map(|a| a.port()).unwrap_or(config.port);
     let mut stdout = io::stdout();
     // Tests and scripts wait for this line, so it must not sit in a buffer.
     let _ = writeln!(stdout, "listening on http://{}:{port}", config.host);
     let _ = stdout.flush();
-    listener
 }
 
 /// Is this `accept` error "out of file descriptors"? `EMFILE`: this process has used up

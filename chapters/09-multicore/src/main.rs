@@ -20,8 +20,8 @@ mod timers;
 mod upstream;
 
 use std::cell::RefCell;
-use std::io::{self, Write};
-use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::io;
+use std::net::TcpListener;
 use std::os::fd::AsFd;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -29,7 +29,6 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use socket2::{Domain, Protocol, Socket, Type};
 
 use shared::app::{Context, Stats};
 use shared::args::{Config, Extra};
@@ -100,9 +99,7 @@ fn main() {
         wakers.collect::<io::Result<_>>().unwrap_or_else(|error| fail("make wakers", error));
     let counters = (0..config.threads).map(|_| Counters::default()).collect();
     let loops = Arc::new(Loops { counters, wakers, shutting_down: AtomicBool::new(false) });
-    let mut stdout = io::stdout();
-    let _ = writeln!(stdout, "listening on http://{}:{port}", config.host);
-    let _ = stdout.flush();
+    listener::announce(&config, &listeners[0]);
 
     // ANCHOR: threads
     // Loop 0 runs on this thread, and watches for signals; the others on threads of their own.
@@ -212,17 +209,10 @@ impl Server {
 /// A listening socket that shares its port with the other loops': `SO_REUSEPORT`, and the
 /// kernel hands each new connection to one of them (by a hash of its addresses).
 fn bind(host: &str, port: u16) -> io::Result<TcpListener> {
-    let address: SocketAddr = (host, port)
-        .to_socket_addrs()?
-        .next()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "host has no address"))?;
-    let socket = Socket::new(Domain::for_address(address), Type::STREAM, Some(Protocol::TCP))?;
-    socket.set_reuse_address(true)?;
-    socket.set_reuse_port(true)?;
-    socket.bind(&address.into())?;
-    socket.listen(listener::BACKLOG)?;
-    socket.set_nonblocking(true)?;
-    Ok(socket.into())
+    listener::bind_with(host, port, |socket| {
+        socket.set_reuse_port(true)?;
+        socket.set_nonblocking(true)
+    })
 }
 // ANCHOR_END: bind
 
