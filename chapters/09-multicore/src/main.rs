@@ -29,7 +29,6 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-
 use shared::app::{Context, Stats};
 use shared::args::{Config, Extra};
 use shared::http::{date, Response};
