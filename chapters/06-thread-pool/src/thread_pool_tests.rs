@@ -64,3 +64,17 @@ fn a_full_queue_refuses_new_jobs() {
     collect(&pool, 3);
     assert!(pool.submit(|| ()).is_some(), "room again");
 }
+
+#[test]
+fn with_no_queue_a_job_runs_only_on_a_free_worker() {
+    let mut pool = ThreadPool::new(1, 0).expect("pool");
+    let (release, blocked) = mpsc::channel::<()>();
+    let busy = pool.submit(move || {
+        let _ = blocked.recv();
+    });
+    assert!(busy.is_some(), "the worker is free: it takes the job");
+    assert!(pool.submit(|| ()).is_none(), "the worker is busy, and nothing may wait");
+    drop(release);
+    collect(&pool, 1);
+    assert!(pool.submit(|| ()).is_some(), "the worker is free again");
+}

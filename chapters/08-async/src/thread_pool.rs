@@ -36,6 +36,7 @@ pub struct ThreadPool<R> {
     finished: Receiver<(JobId, thread::Result<R>)>,
     waker: Arc<Waker>,
     next_id: u64,
+    workers: usize,
     queue_limit: usize,
 }
 // ANCHOR_END: pool
@@ -60,16 +61,17 @@ impl<R: Send + 'static> ThreadPool<R> {
             let worker = thread::Builder::new().name(format!("pool-worker-{number}"));
             worker.spawn(move || work(number, &queue, &results, &waker))?;
         }
-        Ok(ThreadPool { queue, finished, waker, next_id: 0, queue_limit })
+        Ok(ThreadPool { queue, finished, waker, next_id: 0, workers, queue_limit })
     }
 
     // ANCHOR: submit
-    /// Queues `job` for a worker. `None` when `queue_limit` jobs wait already: queueing
-    /// more would only make them all wait longer, and cost memory without limit.
+    /// Queues `job` for a worker. `None` when every worker is busy and `queue_limit` jobs
+    /// wait already: queueing more would only make them all wait longer, and cost memory
+    /// without limit.
     pub fn submit(&mut self, job: impl FnOnce() -> R + Send + 'static) -> Option<JobId> {
         let (queue, work_ready) = &*self.queue;
         let mut queue = lock(queue);
-        if queue.waiting.len() >= self.queue_limit {
+        if queue.running + queue.waiting.len() >= self.workers + self.queue_limit {
             return None;
         }
         let id = JobId(self.next_id);
