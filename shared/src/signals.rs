@@ -42,6 +42,7 @@ impl Signals {
         })
     }
 
+    // ANCHOR: install
     fn try_install() -> io::Result<Signals> {
         if WAKER.get().is_none() {
             // Only the first call's waker is kept; a second `install` reuses it.
@@ -60,6 +61,7 @@ impl Signals {
         }
         Ok(Signals { waker })
     }
+    // ANCHOR_END: install
 
     /// Empties the pipe and returns the last signal that arrived, if any.
     pub fn take(&self) -> Option<Signal> {
@@ -74,6 +76,7 @@ impl AsFd for Signals {
     }
 }
 
+// ANCHOR: on_signal
 /// The signal handler. It writes the signal's number as one byte, and that is all.
 extern "C" fn on_signal(signal: libc::c_int) {
     // `write` may set errno, and the code we interrupted may be about to read errno from
@@ -84,3 +87,4 @@ extern "C" fn on_signal(signal: libc::c_int) {
     }
     Errno::set_raw(saved_errno);
 }
+// ANCHOR_END: on_signal

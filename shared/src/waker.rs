@@ -16,6 +16,7 @@ use std::io::{self, Read};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 
+// ANCHOR: waker
 /// The two ends of the self-pipe. Share it between threads with an `Arc`.
 pub struct Waker {
     /// The end the loop watches: readable while a wake-up is pending.
@@ -66,6 +67,7 @@ impl Waker {
         }
     }
 }
+// ANCHOR_END: waker
 
 /// The loop watches the read end.
 impl AsFd for Waker {

@@ -74,6 +74,7 @@ impl Connection {
         self.state == State::Done
     }
 
+    // ANCHOR: reading
     fn pending_output(&self) -> usize {
         self.out.len() - self.written
     }
@@ -123,6 +124,7 @@ impl Connection {
         }
         self.received.extend_from_slice(&chunk[..count]);
     }
+    // ANCHOR_END: reading
 
     // ANCHOR: try_respond
     /// Answers every whole request received so far, in order, and starts sending. Pipelined
@@ -166,6 +168,7 @@ impl Connection {
     }
     // ANCHOR_END: try_respond
 
+    // ANCHOR: send
     /// Sends as much of the output as the kernel will take.
     fn send(&mut self) {
         while self.written < self.out.len() {
@@ -207,6 +210,7 @@ impl Connection {
         let _ = self.stream.shutdown(Shutdown::Write);
         self.state = if self.peer_closed { State::Done } else { State::Lingering };
     }
+    // ANCHOR_END: send
 
     // ANCHOR: after_event
     /// After every callback: finish, or tell the loop what to wait for next.

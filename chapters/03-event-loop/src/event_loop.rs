@@ -17,6 +17,7 @@ use shared::{log, trace};
 
 use crate::poll_backend;
 
+// ANCHOR: token
 /// Names one registration. Tokens are never reused, so an old token can never name a newer
 /// registration by mistake: it names nothing. (mio calls it the same.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -35,6 +36,7 @@ impl Interest {
     pub const NONE: Interest = Interest { readable: false, writable: false };
     pub const READABLE: Interest = Interest { readable: true, writable: false };
 }
+// ANCHOR_END: token
 
 // ANCHOR: handler
 /// What the loop calls back. A handler owns its socket and lends it to the loop (`AsFd`).
@@ -59,6 +61,7 @@ pub trait Handler<S>: AsFd {
 }
 // ANCHOR_END: handler
 
+// ANCHOR: registrations
 struct Registration<S> {
     interest: Interest,
     /// `None` while its own callback runs (see `call`).
@@ -117,6 +120,7 @@ impl<S> EventLoop<S> {
             self.deregister(token, state);
         }
     }
+    // ANCHOR_END: registrations
 
     /// How many times `poll` has returned (for `/stats`).
     pub fn turns(&self) -> u64 {

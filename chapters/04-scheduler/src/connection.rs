@@ -49,6 +49,7 @@ enum State {
     Done,
 }
 
+// ANCHOR: connection
 pub struct Connection {
     pub stream: TcpStream,
     /// Bytes received and not yet parsed into a request.
@@ -68,6 +69,7 @@ pub struct Connection {
     /// The timer that enforces the deadline, and when it fires.
     deadline_timer: Option<(Instant, TimerId)>,
 }
+// ANCHOR_END: connection
 
 impl Connection {
     pub fn new(stream: TcpStream) -> Connection {
@@ -317,6 +319,7 @@ impl Connection {
     }
     // ANCHOR_END: deadline
 
+    // ANCHOR: answer
     /// Hands the late answer (from a timer, the upstream) to the connection `token`, for
     /// the request that was `waiting`, if the connection is still open.
     pub fn answer(
@@ -335,6 +338,7 @@ impl Connection {
             },
         );
     }
+    // ANCHOR_END: answer
 
     fn fd(&self) -> i32 {
         self.stream.as_raw_fd()

@@ -182,12 +182,14 @@ impl Handler<Server> for Signals {
 }
 // ANCHOR_END: shutdown
 
+// ANCHOR: refresh_date
 /// Formats the `Date` header anew, once a second (nginx caches it too). A timer that sets
 /// the next one is a periodic timer; each beat comes a little late, which a date does not mind.
 fn refresh_date(event_loop: &mut EventLoop<Server>, server: &mut Server) {
     server.date = date::now();
     event_loop.add_timer(Duration::from_secs(1), refresh_date);
 }
+// ANCHOR_END: refresh_date
 
 // ANCHOR: run_app
 /// What the application answered: a response now, or work whose answer comes later.

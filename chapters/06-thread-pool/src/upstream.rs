@@ -72,7 +72,7 @@ fn read_answer<S: 'static>(
     mut reader: ResponseReader,
 ) -> Promise<Response, S> {
     let mut chunk = [0u8; 16 * 1024];
-    // At most 8 reads (128 KiB) a turn, as for a client: then the others get theirs.
+    // At most 8 reads (128 KiB) a turn: a fast upstream must not keep the others waiting.
     for _ in 0..8 {
         let bytes = match (&*stream).read(&mut chunk) {
             Ok(count) => &chunk[..count], // empty at end of file
