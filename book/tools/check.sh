@@ -7,7 +7,8 @@
 #    every diff and table a page shows is fresh (book/tools/gen-diffs.sh would not change
 #    it), a page shows a diff's table and folds the diff in <details>, no included code
 #    line is wider than the book's code column, the summary lists exactly the pages that
-#    exist, and local links and images resolve.
+#    exist, local links resolve, and every picture a page shows exists (a generated
+#    timeline missing? book/tools/gen-timelines.sh draws them).
 # 2. If mdbook is installed: `mdbook build` prints no warning or error, and no include
 #    directive is left unexpanded in the HTML it writes. The build goes to a temporary
 #    folder, so book/book/ is left alone.
@@ -18,7 +19,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 
-echo "== book: includes, diffs, tables, code width, summary, links (shared/tests/book.rs)"
+echo "== book: includes, diffs, tables, code width, summary, links, pictures (shared/tests/book.rs)"
 cargo test --quiet -p shared --test book
 
 if ! command -v mdbook >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/mdbook" ]; then

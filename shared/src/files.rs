@@ -129,6 +129,8 @@ pub fn load(root: &Path, relative: &Path, delay: Duration) -> io::Result<Vec<u8>
 
 fn sleep(delay: Duration) {
     if !delay.is_zero() {
+        // On the loop's thread (chapters 1-5) every client waits with us; on a worker, one job.
+        crate::trace!("fs: slow disk, {} ms", delay.as_millis());
         thread::sleep(delay);
     }
 }

@@ -9,11 +9,19 @@
 //! the program, not part of its logic, and threading a flag through every function would
 //! make the chapters harder to read. Use it as `trace!("poll: {} fds", n)`; when tracing is
 //! off the arguments are not even formatted.
+//!
+//! A trace line is `[   12.345 ms] text`: milliseconds since start on the monotonic clock,
+//! then what happened. A line from a named thread other than `main` says whose it is,
+//! `[   12.345 ms] [pool-worker-0] text`, so that the lines of a thread pool's workers
+//! (chapter 6 on) and of chapter 9's loops can be told apart. The loop of chapters 1-8
+//! runs on `main`, so its lines stay as they were. `cargo run -p suite --bin timeline`
+//! reads these lines back and draws them.
 
 use std::fmt;
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
+use std::thread;
 use std::time::Instant;
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
@@ -36,6 +44,19 @@ pub fn elapsed_ms() -> f64 {
     START.get_or_init(Instant::now).elapsed().as_secs_f64() * 1000.0
 }
 
+/// `[name] ` for a named thread other than `main`, and nothing for `main`: see the module
+/// documentation. A value that formats itself, so that a trace line costs no allocation.
+pub struct ThreadName;
+
+impl fmt::Display for ThreadName {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match thread::current().name() {
+            None | Some("main") => Ok(()),
+            Some(name) => write!(f, "[{name}] "),
+        }
+    }
+}
+
 /// Writes one line to stderr, and never fails: see the module documentation.
 pub fn write_line(line: fmt::Arguments) {
     // One `write` per line (the lock holds the line together when threads log at once).
@@ -50,14 +71,16 @@ macro_rules! log {
     };
 }
 
-/// `trace!("format", args...)`: prints `[   12.345 ms] ...` on stderr when `--trace` is on.
+/// `trace!("format", args...)`: prints `[   12.345 ms] ...` on stderr when `--trace` is on
+/// (with `[thread] ` after the time on a thread other than `main`).
 #[macro_export]
 macro_rules! trace {
     ($($arg:tt)*) => {
         if $crate::trace::enabled() {
             $crate::trace::write_line(format_args!(
-                "[{:10.3} ms] {}",
+                "[{:10.3} ms] {}{}",
                 $crate::trace::elapsed_ms(),
+                $crate::trace::ThreadName,
                 format_args!($($arg)*)
             ));
         }

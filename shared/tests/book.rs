@@ -17,7 +17,9 @@
 //!   excerpt or diff scrolls sideways;
 //! - every page in `SUMMARY.md` exists, every page exists in `SUMMARY.md`, and a chapter's
 //!   page is listed only once that chapter's code exists (no placeholder pages);
-//! - every local link and image points at a file that exists.
+//! - every local link and image points at a file that exists, and every picture a page
+//!   shows (Markdown or `<img>`) is a picture, not missing or empty: the generated
+//!   timelines, `generated/timeline-chNN.svg`, come from `book/tools/gen-timelines.sh`.
 //!
 //! It lives in `shared` because that is the one crate every chapter depends on, and it
 //! needs nothing but the standard library and the `diff` and `bash` programs.
@@ -577,5 +579,131 @@ fn local_links_and_images_exist() {
             }
         }
     }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The pictures in `text` (a page, outside code): Markdown images `![alt](path "title")`,
+/// whose alt text may run over several lines, and HTML `<img src="path">`. Each with the
+/// line it ends on.
+fn pictures_in(text: &str) -> Vec<(usize, String)> {
+    // Code is not Markdown: blank out fenced blocks and `inline code` (keeping the lines,
+    // so that line numbers stay right).
+    let mut prose = String::new();
+    let mut in_code_block = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            in_code_block = !in_code_block;
+        } else if !in_code_block {
+            let mut in_code = false;
+            prose.extend(line.chars().map(|c| {
+                in_code ^= c == '`';
+                if in_code || c == '`' {
+                    ' '
+                } else {
+                    c
+                }
+            }));
+        }
+        prose.push('\n');
+    }
+    let line_of = |offset: usize| prose[..offset].matches('\n').count() + 1;
+    let mut found = Vec::new();
+    let mut rest = 0;
+    while let Some(start) = prose[rest..].find("![").map(|start| rest + start) {
+        rest = start + 2;
+        let Some(close) = prose[rest..].find("](").map(|close| rest + close + 2) else { break };
+        let Some(end) = prose[close..].find(')').map(|end| close + end) else { break };
+        // `path "a title"`: the path is the first word.
+        let target = prose[close..end].split_whitespace().next().unwrap_or_default();
+        found.push((line_of(end), target.to_string()));
+        rest = end;
+    }
+    let mut rest = 0;
+    while let Some(start) = prose[rest..].find("<img").map(|start| rest + start) {
+        rest = start + 4;
+        let Some(end) = prose[rest..].find('>').map(|end| rest + end) else { break };
+        let tag = &prose[rest..end];
+        let source = ["src=\"", "src='"].iter().find_map(|key| {
+            let after = &tag[tag.find(key)? + key.len()..];
+            Some(&after[..after.find(['"', '\''])?])
+        });
+        if let Some(source) = source {
+            found.push((line_of(end), source.to_string()));
+        }
+        rest = end;
+    }
+    found
+}
+
+#[test]
+fn pictures_are_found_in_every_form_a_page_writes_them() {
+    let page = "intro\n![A picture that spans\ntwo lines](images/a.svg)\n\
+                ![titled](generated/timeline-ch04.svg \"Chapter 4\")\n\
+                ```text\n![in code](missing.svg)\n```\n\
+                `![inline code](missing.svg)` and <img alt=\"x\" src=\"images/b.png\">\n\
+                [a link, not a picture](missing.md) ![web](https://example.com/c.svg)\n";
+    assert_eq!(
+        pictures_in(page),
+        [
+            (3, "images/a.svg".to_string()),
+            (4, "generated/timeline-ch04.svg".to_string()),
+            (9, "https://example.com/c.svg".to_string()),
+            (8, "images/b.png".to_string()),
+        ]
+    );
+}
+
+/// Every picture a page shows exists and is a picture: a missing one would show readers a
+/// broken image, and mdBook builds the page without a word. (The generated timelines,
+/// `generated/timeline-chNN.svg`, come from `book/tools/gen-timelines.sh`.)
+#[test]
+fn every_picture_a_page_shows_exists() {
+    let src = book_src();
+    let mut problems = Vec::new();
+    let mut seen = 0;
+    for page in markdown_files(&src) {
+        if page.starts_with(src.join("generated")) {
+            continue; // checked as part of the pages that include them
+        }
+        let folder = page.parent().expect("a page is inside book/src");
+        // An included Markdown file is pasted into the page: its paths are the page's.
+        let mut sources = vec![page.clone()];
+        sources.extend(
+            includes_in(&page)
+                .into_iter()
+                .filter(|include| include.selector.is_none())
+                .map(|include| include.file)
+                .filter(|file| file.extension().is_some_and(|extension| extension == "md")),
+        );
+        for source in sources {
+            let Ok(text) = fs::read_to_string(&source) else { continue };
+            for (line, target) in pictures_in(&text) {
+                if !is_local(&target) {
+                    continue;
+                }
+                seen += 1;
+                let file = folder.join(target.split(['#', '?']).next().unwrap_or_default());
+                let contents = fs::read(&file).unwrap_or_default();
+                let is_svg = file.extension().is_some_and(|extension| extension == "svg");
+                let why = if !file.is_file() {
+                    "does not exist"
+                } else if contents.is_empty() {
+                    "is empty"
+                } else if is_svg && !String::from_utf8_lossy(&contents).contains("<svg") {
+                    "is not an SVG picture"
+                } else {
+                    continue;
+                };
+                let hint = if target.contains("generated/timeline-") {
+                    " (book/tools/gen-timelines.sh draws the timelines)"
+                } else {
+                    ""
+                };
+                let place = short(&source);
+                problems.push(format!("{place}:{line}: the picture {target} {why}{hint}"));
+            }
+        }
+    }
+    assert!(seen > 0, "no page shows a picture: is pictures_in still finding them?");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

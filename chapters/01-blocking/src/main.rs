@@ -100,6 +100,7 @@ fn run_app(request: &http::Request, config: &Config, stats: &Stats) -> Response 
     match app::handle(request, &context) {
         Action::Respond(response) => response,
         Action::Sleep { ms } => {
+            trace!("sleep: {ms} ms, blocking");
             thread::sleep(Duration::from_millis(ms));
             app::slept(ms)
         }

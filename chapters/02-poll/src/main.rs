@@ -17,7 +17,7 @@ mod connection;
 
 use std::io;
 use std::net::TcpListener;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::thread;
 use std::time::Duration;
 
@@ -111,7 +111,7 @@ fn accept_all(listener: &TcpListener, connections: &mut Vec<Connection>) -> bool
                     trace!("accept: {peer}: {error}");
                     continue;
                 }
-                trace!("accept: client {peer}");
+                trace!("accept: client {peer} (fd {})", stream.as_raw_fd());
                 connections.push(Connection::new(stream));
             }
             Err(error) if error.kind() == io::ErrorKind::WouldBlock => return true,
@@ -149,6 +149,7 @@ fn run_app(request: &http::Request, config: &Config, stats: &Stats) -> Response 
     match app::handle(request, &context) {
         Action::Respond(response) => response,
         Action::Sleep { ms } => {
+            trace!("sleep: {ms} ms, blocking");
             thread::sleep(Duration::from_millis(ms));
             app::slept(ms)
         }

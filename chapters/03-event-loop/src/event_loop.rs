@@ -7,7 +7,7 @@
 //! - [`EventLoop::turn`] waits in `poll` (`poll_backend.rs`), then runs the callbacks of
 //!   the sockets that are ready, like Redis's `aeProcessEvents`.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::io;
 use std::os::fd::AsFd;
 use std::panic::{self, AssertUnwindSafe};
@@ -20,7 +20,7 @@ use crate::poll_backend;
 // ANCHOR: token
 /// Names one registration. Tokens are never reused, so an old token can never name a newer
 /// registration by mistake: it names nothing. (mio calls it the same.)
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Token(pub u64);
 
 /// What a registration waits for: the two questions `poll` answers, "may I read without
@@ -69,14 +69,15 @@ struct Registration<S> {
 }
 
 pub struct EventLoop<S> {
-    registrations: HashMap<Token, Registration<S>>,
+    /// In token order: each turn serves the oldest first, and runs repeat exactly.
+    registrations: BTreeMap<Token, Registration<S>>,
     next_token: u64,
     turns: u64,
 }
 
 impl<S> EventLoop<S> {
     pub fn new() -> EventLoop<S> {
-        EventLoop { registrations: HashMap::new(), next_token: 0, turns: 0 }
+        EventLoop { registrations: BTreeMap::new(), next_token: 0, turns: 0 }
     }
 
     /// Starts watching `handler`'s socket for `interest`. The loop owns the handler from

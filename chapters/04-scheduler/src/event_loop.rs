@@ -10,7 +10,7 @@
 //!   the sockets that are ready and the timers that are due, like `aeProcessEvents`.
 
 use std::any::Any;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::io;
 use std::os::fd::AsFd;
 use std::panic::{self, AssertUnwindSafe};
@@ -23,7 +23,7 @@ use crate::timers::{TimerId, Timers};
 
 /// Names one registration. Tokens are never reused, so an old token can never name a newer
 /// registration by mistake: it names nothing. (mio calls it the same.)
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Token(pub u64);
 
 /// What a registration waits for: the two questions `poll` answers, "may I read without
@@ -70,7 +70,8 @@ struct Registration<S> {
 }
 
 pub struct EventLoop<S> {
-    registrations: HashMap<Token, Registration<S>>,
+    /// In token order: each turn serves the oldest first, and runs repeat exactly.
+    registrations: BTreeMap<Token, Registration<S>>,
     next_token: u64,
     timers: Timers<Job<S>>,
     turns: u64,
@@ -81,7 +82,7 @@ pub type Job<S> = Box<dyn FnOnce(&mut EventLoop<S>, &mut S)>;
 
 impl<S: 'static> EventLoop<S> {
     pub fn new() -> EventLoop<S> {
-        EventLoop { registrations: HashMap::new(), next_token: 0, timers: Timers::new(), turns: 0 }
+        EventLoop { registrations: BTreeMap::new(), next_token: 0, timers: Timers::new(), turns: 0 }
     }
 
     /// Starts watching `handler`'s socket for `interest`. The loop owns the handler from

@@ -13,7 +13,7 @@
 
 use std::any::Any;
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::io;
 use std::os::fd::AsFd;
 use std::panic::{self, AssertUnwindSafe};
@@ -27,7 +27,7 @@ use crate::timers::{TimerId, Timers};
 
 /// Names one registration. Tokens are never reused, so an old token can never name a newer
 /// registration by mistake: it names nothing. (mio calls it the same.)
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Token(pub u64);
 
 /// What a registration waits for: the two questions `poll` answers, "may I read without
@@ -74,7 +74,8 @@ struct Registration<S> {
 }
 
 pub struct EventLoop<S> {
-    registrations: HashMap<Token, Registration<S>>,
+    /// In token order: each turn serves the oldest first, and runs repeat exactly.
+    registrations: BTreeMap<Token, Registration<S>>,
     next_token: u64,
     timers: Timers<Job<S>>,
     /// Jobs ready to run on the next turn. Promises hold it too (see `ready_queue`).
@@ -91,7 +92,7 @@ pub type ReadyQueue<S> = Rc<RefCell<VecDeque<Job<S>>>>;
 impl<S: 'static> EventLoop<S> {
     pub fn new() -> EventLoop<S> {
         EventLoop {
-            registrations: HashMap::new(),
+            registrations: BTreeMap::new(),
             next_token: 0,
             timers: Timers::new(),
             ready: ReadyQueue::default(),

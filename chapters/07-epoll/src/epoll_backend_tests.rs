@@ -16,6 +16,7 @@ fn wait(epoll: &mut EpollBackend, ms: u64) -> Vec<(u64, bool, bool)> {
     events.iter().map(|event| (event.token.0, event.readable, event.writable)).collect()
 }
 
+// ANCHOR: no_wake_ups
 #[test]
 fn an_idle_connection_causes_no_wake_ups() {
     let mut epoll = EpollBackend::new().expect("epoll");
@@ -32,6 +33,7 @@ fn an_idle_connection_causes_no_wake_ups() {
     assert_eq!(wait(&mut epoll, 1000), [(7, false, true)]);
     assert_eq!(wait(&mut epoll, 1000), [(7, false, true)], "level-triggered: again");
 }
+// ANCHOR_END: no_wake_ups
 
 #[test]
 fn a_ready_socket_is_reported_with_its_token_until_it_is_drained() {

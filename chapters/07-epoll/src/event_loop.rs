@@ -15,7 +15,7 @@
 
 use std::any::Any;
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::panic::{self, AssertUnwindSafe};
@@ -31,7 +31,7 @@ use crate::timers::{TimerId, Timers};
 
 /// Names one registration. Tokens are never reused, so an old token can never name a newer
 /// registration by mistake: it names nothing. (mio calls it the same.)
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Token(pub u64);
 
 /// What a registration waits for: the two questions `poll` answers, "may I read without
@@ -113,7 +113,8 @@ struct Registration<S> {
 
 pub struct EventLoop<S> {
     poller: Box<dyn Poller>,
-    registrations: HashMap<Token, Registration<S>>,
+    /// In token order: each turn serves the oldest first, and runs repeat exactly.
+    registrations: BTreeMap<Token, Registration<S>>,
     next_token: u64,
     timers: Timers<Job<S>>,
     /// Jobs ready to run on the next turn. Promises hold it too (see `ready_queue`).
@@ -128,6 +129,7 @@ pub type Job<S> = Box<dyn FnOnce(&mut EventLoop<S>, &mut S)>;
 pub type ReadyQueue<S> = Rc<RefCell<VecDeque<Job<S>>>>;
 
 impl<S: 'static> EventLoop<S> {
+    // ANCHOR: registrations
     pub fn new(backend: Backend) -> io::Result<EventLoop<S>> {
         let poller: Box<dyn Poller> = match backend {
             Backend::Epoll => Box::new(EpollBackend::new()?),
@@ -136,7 +138,7 @@ impl<S: 'static> EventLoop<S> {
         trace!("backend: {}", backend.name());
         Ok(EventLoop {
             poller,
-            registrations: HashMap::new(),
+            registrations: BTreeMap::new(),
             next_token: 0,
             timers: Timers::new(),
             ready: ReadyQueue::default(),
@@ -190,6 +192,7 @@ impl<S: 'static> EventLoop<S> {
         }
         true
     }
+    // ANCHOR_END: registrations
 
     /// Deregisters every idle handler: the first step of a graceful shutdown, as nginx's
     /// `ngx_close_idle_connections` does. The busy ones are left to finish.

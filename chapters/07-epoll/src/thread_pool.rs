@@ -121,6 +121,7 @@ fn work<R>(
         trace!("pool: worker {number} starts {id:?}");
         // A job that panics costs its own result (an `Err`), not the worker.
         let result = panic::catch_unwind(AssertUnwindSafe(job));
+        trace!("pool: worker {number} finished {id:?}");
         lock(queue).running -= 1;
         if results.send((id, result)).is_err() {
             return; // the pool is gone

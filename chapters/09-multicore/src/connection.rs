@@ -11,6 +11,7 @@
 
 use std::io;
 use std::net::{Shutdown, TcpStream};
+use std::os::fd::AsRawFd;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -41,6 +42,7 @@ pub async fn serve(stream: Async<TcpStream>, server: Rc<Server>) {
         Ok(()) => client.linger(&server).await,
         Err(error) => trace!("client: {error}"),
     }
+    trace!("fd {}: closed", client.stream.get_ref().as_raw_fd());
     server.counters().connections_open.fetch_sub(1, Ordering::Relaxed);
 }
 // ANCHOR_END: serve
@@ -155,6 +157,7 @@ impl Client {
                 return Err(io::ErrorKind::TimedOut.into());
             }
         };
+        trace!("fd {}: read {count} bytes", self.stream.get_ref().as_raw_fd());
         if count == 0 {
             return Err(io::ErrorKind::UnexpectedEof.into()); // gone, or half-closed: done
         }
@@ -173,6 +176,7 @@ impl Client {
             }
         }
         if !self.out.is_empty() {
+            trace!("fd {}: response sent ({sent} bytes)", self.stream.get_ref().as_raw_fd());
             self.since = Instant::now(); // answered: the clock for its next request starts
         }
         self.out.clear();

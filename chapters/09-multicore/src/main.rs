@@ -22,7 +22,7 @@ mod upstream;
 use std::cell::RefCell;
 use std::io;
 use std::net::TcpListener;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -225,7 +225,7 @@ async fn accept(listener: Async<TcpListener>, server: Rc<Server>) {
             .and_then(|(stream, peer)| Ok((Async::new(stream_nonblocking(stream)?)?, peer)))
         {
             Ok((stream, peer)) => {
-                trace!("loop {}: accept: client {peer}", server.index);
+                trace!("accept: client {peer} (fd {})", stream.get_ref().as_raw_fd());
                 spawn(connection::serve(stream, server.clone()));
             }
             Err(error) if listener::is_out_of_descriptors(&error) => {

@@ -131,6 +131,7 @@ impl Io {
 /// Waits until a socket is ready or `timeout` passes, and wakes the tasks waiting for the
 /// sockets that are. (The executor's turn calls it; see `executor.rs`.)
 pub fn wait(timeout: Option<Duration>) -> io::Result<()> {
+    trace!("epoll: waiting, timeout {timeout:?}");
     let timeout = timeout.map_or(EpollTimeout::NONE, |timeout| {
         // Rounded up, as in chapter 4: never wake just before a timer is due.
         EpollTimeout::try_from(timeout.as_nanos().div_ceil(1_000_000)).unwrap_or(EpollTimeout::MAX)

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Redraws the timeline pictures the chapters' pages show, one per chapter:
+#
+#   book/src/generated/timeline-ch04.svg   chapter 4 serving three clients, drawn from its --trace
+#
+# Each is drawn from a real run by `cargo run -p suite --bin timeline` (see
+# tests/src/bin/timeline/main.rs): the chapter starts with --trace and a slow disk
+# (--fs-delay-ms 200), client A asks for /sleep?ms=300, B for /hello 50 ms later and C for
+# a file at 100 ms, each on its own connection, and the trace is drawn on one time axis:
+# what the loop (and from chapter 6 the pool's worker) did, and when each client was
+# accepted and answered. About two seconds a chapter.
+#
+# Usage: book/tools/gen-timelines.sh [OUTPUT_DIR]    (default: book/src/generated)
+#
+# Run it after changing how a chapter waits or what it traces, on a machine that is not
+# busy with something else: the clients must connect on time (the tool runs a chapter again
+# when one is more than 15 ms late) and the server must not wait for a CPU. The times differ
+# a little from run to run, so unlike the diffs the pictures are not checked for freshness;
+# shared/tests/book.rs checks that every picture a page shows exists.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+out="${1:-$root/book/src/generated}"
+cd "$root"
+cargo run --quiet -p suite --bin timeline -- --all --out "$out"
