@@ -59,7 +59,7 @@ impl<R: Send + 'static> ThreadPool<R> {
         for number in 0..workers {
             let (queue, results, waker) = (queue.clone(), results.clone(), waker.clone());
             let worker = thread::Builder::new().name(format!("pool-worker-{number}"));
-            worker.spawn(move || work(number, &queue, &results, &waker))?;
+            worker.spawn(move || work(&queue, &results, &waker))?;
         }
         Ok(ThreadPool { queue, finished, waker, next_id: 0, workers, queue_limit })
     }
@@ -108,8 +108,7 @@ impl<R> ThreadPool<R> {
 // ANCHOR: work
 /// A worker's life: take a job, run it, send back the result, wake the loop; again.
 fn work<R>(
-    number: usize, queue: &(Mutex<Queue<R>>, Condvar),
-    results: &Sender<(JobId, thread::Result<R>)>, waker: &Waker,
+    queue: &(Mutex<Queue<R>>, Condvar), results: &Sender<(JobId, thread::Result<R>)>, waker: &Waker,
 ) {
     let (queue, work_ready) = queue;
     loop {
@@ -118,10 +117,10 @@ fn work<R>(
         let Some((id, job)) = jobs.waiting.pop_front() else { continue }; // never empty here
         jobs.running += 1;
         drop(jobs); // unlock before the job runs
-        trace!("pool: worker {number} starts {id:?}");
+        trace!("pool: starts {id:?}");
         // A job that panics costs its own result (an `Err`), not the worker.
         let result = panic::catch_unwind(AssertUnwindSafe(job));
-        trace!("pool: worker {number} finished {id:?}");
+        trace!("pool: finished {id:?}");
         lock(queue).running -= 1;
         if results.send((id, result)).is_err() {
             return; // the pool is gone
