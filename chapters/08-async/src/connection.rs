@@ -39,7 +39,7 @@ pub async fn serve(stream: Async<TcpStream>, server: Rc<Server>) {
     match client.serve(&server).await {
         // We said `Connection: close`: linger, so that the answer is not lost (chapter 2).
         Ok(()) => client.linger(&server).await,
-        Err(error) => trace!("client: {error}"),
+        Err(error) => trace!("fd {}: {error}", client.stream.get_ref().as_raw_fd()),
     }
     trace!("fd {}: closed", client.stream.get_ref().as_raw_fd());
     server.connections_open.set(server.connections_open.get() - 1);
@@ -158,7 +158,7 @@ impl Client {
         };
         trace!("fd {}: read {count} bytes", self.stream.get_ref().as_raw_fd());
         if count == 0 {
-            return Err(io::ErrorKind::UnexpectedEof.into()); // gone, or half-closed: done
+            return Err(io::Error::other("closed by the client")); // or half-closed: done
         }
         Ok(())
     }

@@ -87,8 +87,9 @@ impl Executor {
     /// is due (at most `timeout`; `None`: no limit of its own), and wakes their tasks.
     pub fn turn(&mut self, timeout: Option<Duration>) -> io::Result<()> {
         self.run_ready();
-        // Tasks woken by the others this turn: look, but do not sleep.
-        let ready = !self.run_queue.lock().unwrap_or_else(PoisonError::into_inner).is_empty();
+        // Tasks woken or spawned by the others this turn: look, but do not sleep.
+        let woken = !self.run_queue.lock().unwrap_or_else(PoisonError::into_inner).is_empty();
+        let ready = woken || SPAWNED.with(|spawned| !spawned.borrow().is_empty());
         let timeout = if ready { Some(Duration::ZERO) } else { time::until_next(timeout) };
         reactor::wait(timeout)?; // wakes the tasks whose sockets are ready
         time::wake_due(); // and those whose timers are due

@@ -91,3 +91,18 @@ fn a_task_that_panics_is_dropped_and_the_others_run() {
     assert!(ran.get());
     assert!(executor.tasks.is_empty());
 }
+
+#[test]
+fn a_task_spawned_by_a_task_runs_without_waiting_for_an_event() {
+    let mut executor = Executor::default();
+    let ran = Rc::new(Cell::new(false));
+    let inner_ran = Rc::clone(&ran);
+    spawn(async move { spawn(async move { inner_ran.set(true) }) });
+    let start = std::time::Instant::now();
+    // The outer task runs and spawns the inner one. Nothing else will happen: had this
+    // turn gone on to wait, it would have waited out its whole timeout.
+    executor.turn(Some(Duration::from_secs(5))).expect("turn");
+    assert!(start.elapsed() < Duration::from_secs(2), "a task to run: no waiting");
+    turn(&mut executor);
+    assert!(ran.get(), "the inner task ran in the next turn");
+}

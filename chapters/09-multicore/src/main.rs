@@ -24,7 +24,7 @@ use std::io;
 use std::net::TcpListener;
 use std::os::fd::{AsFd, AsRawFd};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -51,7 +51,6 @@ pub struct Loops {
     counters: Vec<Counters>,
     /// One per loop: waking it tells the loop to shut down (see `shut_down_on_wake`).
     wakers: Vec<Arc<Waker>>,
-    shutting_down: AtomicBool,
 }
 
 #[derive(Default)]
@@ -97,7 +96,7 @@ fn main() {
     let wakers =
         wakers.collect::<io::Result<_>>().unwrap_or_else(|error| fail("make wakers", error));
     let counters = (0..config.threads).map(|_| Counters::default()).collect();
-    let loops = Arc::new(Loops { counters, wakers, shutting_down: AtomicBool::new(false) });
+    let loops = Arc::new(Loops { counters, wakers });
     listener::announce(&config, &listeners[0]);
 
     // ANCHOR: threads
@@ -254,17 +253,16 @@ async fn broadcast_signal(signals: Async<Signals>, server: Rc<Server>) {
         signals.read_with(|signals| signals.take().ok_or(io::ErrorKind::WouldBlock.into()));
     if let Ok(signal) = signal.await {
         log!("{signal}: shutting down: no new connections, finishing the ones in flight");
-        server.loops.shutting_down.store(true, Ordering::Relaxed);
         server.loops.wakers.iter().for_each(|waker| waker.wake());
     }
 }
 
-/// Every loop's task: once woken for the shutdown, starts the loop's graceful shutdown:
-/// its listener's task ends, idle connections end, busy ones send their last answer with
-/// `Connection: close`.
+/// Every loop's task: once woken (its waker carries nothing else), starts the loop's
+/// graceful shutdown: its listener's task ends, idle connections end, busy ones send their
+/// last answer with `Connection: close`.
 async fn shut_down_on_wake(waker: Async<Arc<Waker>>, server: Rc<Server>) {
     let woken = waker.read_with(|waker| waker.drain().ok_or(io::ErrorKind::WouldBlock.into()));
-    if woken.await.is_ok() && server.loops.shutting_down.load(Ordering::Relaxed) {
+    if woken.await.is_ok() {
         server.shutdown.set();
     }
 }
