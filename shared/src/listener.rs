@@ -48,7 +48,7 @@ pub fn bind_with(
 pub fn listen(config: &Config, nonblocking: bool) -> TcpListener {
     match bind(&config.host, config.port, nonblocking) {
         Ok(listener) => {
-            announce(config, &listener);
+            announce(config, listener.local_addr().map_or(config.port, |address| address.port()));
             listener
         }
         Err(error) => {
@@ -64,8 +64,7 @@ pub fn listen(config: &Config, nonblocking: bool) -> TcpListener {
 }
 
 /// Prints `listening on http://HOST:PORT` with the real port (`--port 0` picks a free one).
-pub fn announce(config: &Config, listener: &TcpListener) {
-    let port = listener.local_addr().map(|a| a.port()).unwrap_or(config.port);
+pub fn announce(config: &Config, port: u16) {
     let mut stdout = io::stdout();
     // Tests and scripts wait for this line, so it must not sit in a buffer.
     let _ = writeln!(stdout, "listening on http://{}:{port}", config.host);

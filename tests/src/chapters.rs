@@ -32,6 +32,7 @@ pub const CHAPTERS: &[Chapter] = &[
     Chapter::new(6, "ch06-thread-pool", "06-thread-pool"),
     Chapter::new(7, "ch07-epoll", "07-epoll"),
     Chapter::new(8, "ch08-async", "08-async"),
+    Chapter::new(9, "ch09-multicore", "09-multicore"),
 ];
 // ANCHOR_END: chapters
 

@@ -54,11 +54,14 @@ impl Response {
         String::from_utf8_lossy(&self.body).into_owned()
     }
 
-    /// "404 (no such route)": the status and the start of the body, for messages.
+    /// "404 (no such route)": the status and the start of the body, for messages; "404"
+    /// alone when there is no body (or it has not been read).
     pub fn summary(&self) -> String {
         let text = self.text();
-        let first_line = text.lines().next().unwrap_or_default();
-        format!("{} ({})", self.status, truncate(first_line, 60))
+        match text.lines().next().unwrap_or_default() {
+            "" => self.status.to_string(),
+            first_line => format!("{} ({})", self.status, truncate(first_line, 60)),
+        }
     }
 }
 

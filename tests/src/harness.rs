@@ -14,6 +14,7 @@ use std::sync::Once;
 use crate::chapters::{self, Chapter, CHAPTERS};
 use crate::manifest::{self, Expect};
 use crate::probes::{self, Launch, Outcome, Probe, Probed, Stop, Target};
+use crate::server::Program;
 
 /// The judgement on one probe against one chapter.
 #[derive(Debug, PartialEq, Eq)]
@@ -118,7 +119,7 @@ pub fn test(number: u8, probe_name: &str, build_dir: &Path) {
     let binary = chapter
         .binary(build_dir)
         .unwrap_or_else(|error| panic!("cannot build {}: {error}", chapter.name));
-    let verdict = run(chapter, probe, Launch::Start { binary });
+    let verdict = run(chapter, probe, Launch::Start { program: Program::Binary(binary) });
     match verdict {
         // Printed, so `cargo test -- --nocapture` shows each lesson.
         Verdict::ExpectedLimitation { .. } => println!("{}", describe(chapter, probe, &verdict)),

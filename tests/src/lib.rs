@@ -22,7 +22,9 @@
 //!
 //! Two front ends share all of this: `cargo test` (tests/suite.rs: one test per probe
 //! and chapter) and the runner in `src/main.rs`, which can also check a server the suite
-//! did not start (`cargo run -p suite -- --addr 127.0.0.1:8080 --chapter 2`).
+//! did not start (`cargo run -p suite -- --addr 127.0.0.1:8080 --chapter 2`), or start a
+//! reader's own, in any language, for every probe as it starts ours
+//! (`cargo run -p suite -- --command 'python3 my_server.py' --chapter 3`).
 
 pub mod chapters;
 pub mod client;

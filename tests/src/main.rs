@@ -1,47 +1,69 @@
 //! The suite's runner: the same probes as `cargo test`, as a table, and also against a
-//! server the suite did not start.
+//! server that is not one of ours.
 //!
 //! ```text
 //! cargo run -p suite                                   # every chapter present
 //! cargo run -p suite -- --chapter 2                    # one chapter
+//! cargo run -p suite -- --command 'python3 my_server.py' --chapter 3
 //! cargo run -p suite -- --addr 127.0.0.1:8080 --chapter 2
 //! cargo run -p suite -- --capability-table             # the book's appendix table
 //! ```
+//!
+//! The exit status is 1 when any check fails, so a course can grade a reader's server
+//! with `--command` (and `--only`, for one probe at a time).
 
+use std::io::Read;
 use std::net::SocketAddr;
+use std::os::fd::AsFd;
+use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::process::exit;
 use std::sync::Mutex;
 use std::thread;
+use std::time::Duration;
 
 use suite::chapters::{self, Chapter, CHAPTERS};
 use suite::harness::{self, Verdict};
+use suite::manifest::{Expect, MANIFEST};
 use suite::probes::{Launch, Probe, PROBES};
+use suite::server::{self, Options, Program, Server};
 
 const USAGE: &str = "\
-usage: suite [--chapter N] [--addr HOST:PORT] [--only NAME] [--capability-table]
+usage: suite [--chapter N] [--command CMD | --addr HOST:PORT] [--only NAME]
+       suite --capability-table
 
   (no flags)          start every chapter that exists and run every probe against it
   --chapter N         only chapter N (the NN of chapters/NN-name)
+  --command CMD       your own server, in any language: every probe starts it as it starts
+                      ours, with the contract's flags appended (sh -c 'exec CMD \"$@\"'
+                      with --host 127.0.0.1 --port 0, --root DIR, ...), and none is
+                      skipped. CMD is one command: 'python3 my_server.py', './server'.
+                      --chapter N says which chapter's expectations to hold it to.
   --addr HOST:PORT    probe a server you started yourself; --chapter says which chapter's
                       expectations to hold it to. Probes that must start the server
                       themselves (special flags, signals) are skipped.
   --only NAME         only the probes whose name contains NAME
-  --capability-table  print the capability table (Markdown) for the book";
+  --capability-table  print the capability table (Markdown) for the book
+
+The exit status is 1 if any check fails, 0 otherwise.";
 
 /// How many probes run at once against servers we start (each has its own server).
 const PARALLEL: usize = 8;
+/// How long a reader's command may take to print its first line the first time: it may
+/// compile first (`cargo run`, `go run`). Every later start gets the usual 10 s.
+const FIRST_START: Duration = Duration::from_secs(30);
 
 struct Args {
     chapter: Option<&'static Chapter>,
     address: Option<SocketAddr>,
+    command: Option<String>,
     only: Option<String>,
     table: bool,
 }
 
-fn parse_args() -> Result<Args, String> {
-    let mut args = Args { chapter: None, address: None, only: None, table: false };
-    let mut words = std::env::args().skip(1);
+fn parse_args(words: impl Iterator<Item = String>) -> Result<Args, String> {
+    let mut args = Args { chapter: None, address: None, command: None, only: None, table: false };
+    let mut words = words;
     while let Some(flag) = words.next() {
         let mut value = || words.next().ok_or(format!("{flag} needs a value"));
         match flag.as_str() {
@@ -55,6 +77,13 @@ fn parse_args() -> Result<Args, String> {
                 let text = value()?;
                 args.address = Some(text.parse().map_err(|_| format!("bad address {text}"))?);
             }
+            "--command" => {
+                let text = value()?;
+                if text.trim().is_empty() {
+                    return Err("--command needs the command that starts your server".into());
+                }
+                args.command = Some(text);
+            }
             "--only" => args.only = Some(value()?),
             "--capability-table" => args.table = true,
             "--help" | "-h" => {
@@ -64,14 +93,20 @@ fn parse_args() -> Result<Args, String> {
             other => return Err(format!("unknown flag {other}")),
         }
     }
+    if args.address.is_some() && args.command.is_some() {
+        return Err("--addr or --command: a server you started, or one the suite starts".into());
+    }
     if args.address.is_some() && args.chapter.is_none() {
         return Err("--addr needs --chapter N: which chapter's expectations to apply".into());
+    }
+    if args.command.is_some() && args.chapter.is_none() {
+        return Err("--command needs --chapter N: which chapter's expectations to apply".into());
     }
     Ok(args)
 }
 
 fn main() {
-    let args = parse_args().unwrap_or_else(|message| {
+    let args = parse_args(std::env::args().skip(1)).unwrap_or_else(|message| {
         eprintln!("suite: {message}\n{USAGE}");
         exit(2);
     });
@@ -83,11 +118,18 @@ fn main() {
         .iter()
         .filter(|probe| args.only.as_ref().is_none_or(|only| probe.name.contains(only.as_str())))
         .collect();
+    if probes.is_empty() {
+        let only = args.only.unwrap_or_default();
+        eprintln!(
+            "suite: no probe's name contains {only:?}; `cargo test -p suite -- --list` lists them"
+        );
+        exit(2);
+    }
 
-    let verdicts = match args.address {
+    let verdicts = match (args.address, &args.command) {
         // Someone else's server: one probe at a time, since a probe that holds a
         // connection open would disturb the others on a one-at-a-time chapter.
-        Some(address) => {
+        (Some(address), _) => {
             let chapter = args.chapter.expect("checked in parse_args");
             eprintln!("suite: probing {} at {address}, one probe at a time", chapter.name);
             probes
@@ -98,9 +140,64 @@ fn main() {
                 })
                 .collect()
         }
-        None => run_own(&args, &probes),
+        (None, Some(command)) => {
+            run_command(args.chapter.expect("checked in parse_args"), command, &probes)
+        }
+        (None, None) => run_own(&args, &probes),
     };
     summarize(&verdicts);
+}
+
+/// A reader's server, started for every probe as the suite starts ours.
+fn run_command(
+    chapter: &'static Chapter, line: &str, probes: &[&'static Probe],
+) -> Vec<(&'static Chapter, &'static Probe, Verdict)> {
+    stop_servers_on_interrupt();
+    let program = Program::Shell(line.to_string());
+    // Once first, with time to compile: a command that cannot start would fail every
+    // probe the same way, and one line says it better than fifty.
+    eprintln!(
+        "suite: starting `{line}` once, to see that it starts (it has {} s to print its \
+         first line)",
+        FIRST_START.as_secs()
+    );
+    if let Err(message) = Server::start_within(chapter, &program, &Options::default(), FIRST_START)
+    {
+        println!("{message}");
+        println!("\n0 checks: `{line}` did not start, so no probe ran");
+        exit(1);
+    }
+    eprintln!(
+        "suite: {} probes on `{line}`, held to {}'s expectations",
+        probes.len(),
+        chapter.name
+    );
+    let jobs = probes.iter().map(|probe| (chapter, *probe, program.clone())).collect();
+    run_parallel(jobs)
+}
+
+/// On Ctrl-C (or SIGTERM) during a `--command` run, kills every server the suite started,
+/// then ends the run. A reader's server runs in a process group of its own (so that all it
+/// starts can be killed with it), and the terminal's Ctrl-C reaches only ours: without
+/// this, it would outlive the suite.
+fn stop_servers_on_interrupt() {
+    // The handler (the chapters' own, from `shared`) writes a byte to a socket for each
+    // signal. A thread of ours waits for that byte, and then has all the time it needs.
+    let signals = shared::signals::Signals::install();
+    let Ok(watched) = signals.as_fd().try_clone_to_owned() else {
+        eprintln!("suite: cannot watch for Ctrl-C; if you press it, servers may be left running");
+        return;
+    };
+    let mut watched = UnixStream::from(watched);
+    // Only this thread reads the socket, so it may block.
+    let _ = watched.set_nonblocking(false);
+    thread::spawn(move || {
+        if watched.read(&mut [0]).is_ok() {
+            let stopped = server::kill_every_group();
+            eprintln!("\nsuite: interrupted; killed the {stopped} server(s) still running");
+            exit(130);
+        }
+    });
 }
 
 /// Starts each chapter's servers ourselves, probes in parallel.
@@ -125,7 +222,8 @@ fn run_own(
         match chapter.binary(&build_dir) {
             Ok(binary) => {
                 eprintln!("suite: {} probes on {}", probes.len(), chapter.name);
-                jobs.extend(probes.iter().map(|probe| (chapter, *probe, binary.clone())))
+                let program = Program::Binary(binary);
+                jobs.extend(probes.iter().map(|probe| (chapter, *probe, program.clone())))
             }
             // Every probe of a chapter that does not build fails; the others go on.
             Err(error) => {
@@ -135,6 +233,16 @@ fn run_own(
             }
         }
     }
+    let mut verdicts = run_parallel(jobs);
+    verdicts.extend(broken);
+    sort(&mut verdicts);
+    verdicts
+}
+
+/// Runs every job, [`PARALLEL`] at a time, each probe starting servers of its own.
+fn run_parallel(
+    jobs: Vec<(&'static Chapter, &'static Probe, Program)>,
+) -> Vec<(&'static Chapter, &'static Probe, Verdict)> {
     // A few workers take jobs off one shared list until it is empty.
     let jobs = Mutex::new(jobs.into_iter());
     let verdicts = Mutex::new(Vec::new());
@@ -142,21 +250,24 @@ fn run_own(
         for _ in 0..PARALLEL {
             scope.spawn(|| loop {
                 let job = jobs.lock().unwrap_or_else(|poison| poison.into_inner()).next();
-                let Some((chapter, probe, binary)) = job else {
+                let Some((chapter, probe, program)) = job else {
                     break;
                 };
-                let verdict = harness::run(chapter, probe, Launch::Start { binary });
+                let verdict = harness::run(chapter, probe, Launch::Start { program });
                 let mut verdicts = verdicts.lock().unwrap_or_else(|poison| poison.into_inner());
                 verdicts.push((chapter, probe, verdict));
             });
         }
     });
     let mut verdicts = verdicts.into_inner().unwrap_or_else(|poison| poison.into_inner());
-    verdicts.extend(broken);
-    // Back into the table's order: by chapter, then as PROBES lists them.
+    sort(&mut verdicts);
+    verdicts
+}
+
+/// Back into the table's order: by chapter, then as PROBES lists them.
+fn sort(verdicts: &mut [(&'static Chapter, &'static Probe, Verdict)]) {
     let position = |probe: &Probe| PROBES.iter().position(|p| p.name == probe.name);
     verdicts.sort_by_key(|(chapter, probe, _)| (chapter.number, position(probe)));
-    verdicts
 }
 
 /// `<target>/tmp/suite-bins`: the same place `cargo test` builds the chapters, so the two
@@ -186,6 +297,11 @@ fn summarize(verdicts: &[(&Chapter, &Probe, Verdict)]) {
     for (chapter, probe, verdict) in verdicts {
         report(chapter, probe, verdict);
     }
+    if let [(chapter, ..), rest @ ..] = verdicts {
+        if rest.iter().all(|(other, ..)| other.number == chapter.number) {
+            summarize_rows(chapter, verdicts);
+        }
+    }
     let count =
         |wanted: fn(&Verdict) -> bool| verdicts.iter().filter(|(_, _, v)| wanted(v)).count();
     let pass = count(|v| matches!(v, Verdict::Pass));
@@ -204,5 +320,81 @@ fn summarize(verdicts: &[(&Chapter, &Probe, Verdict)]) {
             }
         }
         exit(1);
+    }
+}
+
+/// One line per row of the capability table, for a run on one chapter: what a course
+/// grades a stage by.
+///
+/// ```text
+/// by row of the capability table (what ch03-event-loop must show):
+///   ok    keep-alive and pipelining (has it): 2 checks
+///   FAIL  graceful shutdown on SIGTERM (has it): 1 of 2 checks fail: prompt_shutdown
+/// ```
+fn summarize_rows(chapter: &Chapter, verdicts: &[(&Chapter, &Probe, Verdict)]) {
+    println!("\nby row of the capability table (what {} must show):", chapter.name);
+    for row in MANIFEST {
+        let checks: Vec<(&Probe, &Verdict)> = verdicts
+            .iter()
+            .filter(|(_, probe, _)| probe.capability == row.capability)
+            .map(|(_, probe, verdict)| (*probe, verdict))
+            .collect();
+        if checks.is_empty() {
+            continue; // left out by --only
+        }
+        let failed: Vec<&str> = checks
+            .iter()
+            .filter(|(_, verdict)| matches!(verdict, Verdict::Fail(_)))
+            .map(|(probe, _)| probe.name)
+            .collect();
+        let skipped = checks.iter().filter(|(_, v)| matches!(v, Verdict::Skipped(_))).count();
+        let expected = match row.chapters[usize::from(chapter.number - 1)] {
+            Expect::Yes => "has it",
+            Expect::No(_) => "lacks it",
+        };
+        let checked = match checks.len() {
+            1 => "1 check".to_string(),
+            count => format!("{count} checks"),
+        };
+        let (label, detail) = if !failed.is_empty() {
+            ("FAIL", format!("{} of {checked} fail: {}", failed.len(), failed.join(", ")))
+        } else if skipped == checks.len() {
+            ("skip", format!("{checked}, all skipped"))
+        } else if skipped > 0 {
+            ("ok", format!("{checked}, {skipped} skipped"))
+        } else {
+            ("ok", checked)
+        };
+        println!("  {label:<5} {} ({expected}): {detail}", row.description);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(words: &[&str]) -> Result<Args, String> {
+        parse_args(words.iter().map(|word| word.to_string()))
+    }
+
+    #[test]
+    fn command_takes_the_whole_line_and_a_chapter() {
+        let args = parse(&["--command", "python3 'my server.py' -v", "--chapter", "3"])
+            .expect("a command and a chapter");
+        assert_eq!(args.command.as_deref(), Some("python3 'my server.py' -v"));
+        assert_eq!(args.chapter.map(|chapter| chapter.number), Some(3));
+        let args = parse(&["--chapter", "1", "--command", "./server", "--only", "hello"])
+            .expect("any order, with --only");
+        assert_eq!(args.only.as_deref(), Some("hello"));
+    }
+
+    #[test]
+    fn command_is_refused_without_what_it_needs() {
+        let error = |words: &[&str]| parse(words).err().expect("refused");
+        assert!(error(&["--command", "./server"]).contains("--chapter N"));
+        assert!(error(&["--command", " ", "--chapter", "1"]).contains("needs the command"));
+        assert!(error(&["--command"]).contains("needs a value"));
+        let both = error(&["--command", "./server", "--addr", "127.0.0.1:1", "--chapter", "1"]);
+        assert!(both.contains("--addr or --command"), "{both}");
     }
 }

@@ -39,6 +39,9 @@ pub enum Capability {
     /// 10,000 idle connections do not slow the busy ones: what a turn of the loop costs
     /// does not grow with the connections that have nothing to say.
     TenThousandIdle,
+    /// Serves from more than one core: connections are accepted and answered by more than
+    /// one thread (one event loop per core), not merely helped by threads that read files.
+    MoreThanOneCore,
 }
 
 /// What one chapter promises about one capability.
@@ -68,7 +71,7 @@ pub const MANIFEST: &[Row] = &[
     Row {
         capability: Capability::Basics,
         description: "routes, HEAD, errors, bad input, big files intact",
-        chapters: [Yes, Yes, Yes, Yes, Yes, Yes, Yes, Yes],
+        chapters: [Yes, Yes, Yes, Yes, Yes, Yes, Yes, Yes, Yes],
         note: Some(
             "A callback that panics (chapter 3 on) cannot be provoked from outside, since no \
             route panics. The event loop catches the panic and closes only that callback's \
@@ -90,6 +93,7 @@ pub const MANIFEST: &[Row] = &[
             Yes,
             Yes,
             Yes,
+            Yes,
         ],
         note: None,
     },
@@ -99,6 +103,7 @@ pub const MANIFEST: &[Row] = &[
         chapters: [
             No("ch01 writes each response with a blocking write_all: a client that stops \
                 reading stops the whole server."),
+            Yes,
             Yes,
             Yes,
             Yes,
@@ -123,6 +128,7 @@ pub const MANIFEST: &[Row] = &[
             Yes,
             Yes,
             Yes,
+            Yes,
         ],
         note: None,
     },
@@ -134,6 +140,7 @@ pub const MANIFEST: &[Row] = &[
                 letting the response finish."),
             No("ch02 installs no signal handler either: SIGTERM kills the process, and the \
                 responses in flight with it."),
+            Yes,
             Yes,
             Yes,
             Yes,
@@ -158,6 +165,7 @@ pub const MANIFEST: &[Row] = &[
             Yes,
             Yes,
             Yes,
+            Yes,
         ],
         note: None,
     },
@@ -171,6 +179,7 @@ pub const MANIFEST: &[Row] = &[
                 its connection open forever, and there is no keep-alive to time out."),
             No("ch03 has no timers yet: idle keep-alive connections, half-sent heads and \
                 responses nobody reads stay open forever."),
+            Yes,
             Yes,
             Yes,
             Yes,
@@ -195,6 +204,7 @@ pub const MANIFEST: &[Row] = &[
             Yes,
             Yes,
             Yes,
+            Yes,
         ],
         note: None,
     },
@@ -211,6 +221,7 @@ pub const MANIFEST: &[Row] = &[
                 thread."),
             No("ch05's promises change how callbacks are written, not where the work runs: \
                 a file read still blocks the loop thread."),
+            Yes,
             Yes,
             Yes,
             Yes,
@@ -231,6 +242,7 @@ pub const MANIFEST: &[Row] = &[
                 the loop waits, not how much a download holds."),
             No("ch05 reads a file whole into memory before sending it: its promise of a \
                 file's contents is a promise of all of them at once."),
+            Yes,
             Yes,
             Yes,
             Yes,
@@ -259,6 +271,7 @@ pub const MANIFEST: &[Row] = &[
                 proportion to all open connections."),
             Yes,
             Yes,
+            Yes,
         ],
         note: Some(
             "The probe times `GET /hello` after `GET /hello` on one connection, first with no \
@@ -266,6 +279,37 @@ pub const MANIFEST: &[Row] = &[
             with epoll the second run takes at most about twice as long, with `poll(2)` a \
             hundred times as long and more. Chapter 7 is also run with `--backend poll`, which must show the \
             slowdown, or the probe could not tell the two apart.",
+        ),
+    },
+    Row {
+        capability: Capability::MoreThanOneCore,
+        description: "serves from more than one core",
+        chapters: [
+            No("ch01 runs on one thread: its blocking accept loop takes one client at a time, \
+                so one core does all the serving however many the machine has."),
+            No("ch02's poll loop runs on one thread, which accepts and answers every \
+                connection: one core does all the serving."),
+            No("ch03's event loop runs every callback on its one thread, so one core does all \
+                the serving."),
+            No("ch04's timers fire on the same one loop thread that accepts and answers every \
+                connection: one core does all the serving."),
+            No("ch05's promises are settled on the one loop thread that accepts and answers \
+                every connection: one core does all the serving."),
+            No("ch06's pool threads only open and read files; every connection is accepted, \
+                parsed and answered by the one loop thread."),
+            No("ch07 changes how its one loop waits, not how many loops there are: one thread \
+                accepts and answers every connection, and the pool threads only read files."),
+            No("ch08's executor runs every connection's task on one thread; its pool threads \
+                only read files, so one core does all the serving."),
+            Yes,
+        ],
+        note: Some(
+            "The probe starts the server with `--threads 2` and sends `GET /hello` four times \
+            on each of 32 connections; the kernel's `SO_REUSEPORT` hash hands each connection \
+            to one of the two loops. `/stats` must then show at least two `thread N \
+            requests_served M` lines with M above 0, adding up to `requests_served`. On Linux \
+            the probe also reads each thread's CPU time in `/proc/PID/task/`: at least two \
+            threads must have done a good share of the work.",
         ),
     },
 ];

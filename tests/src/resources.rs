@@ -27,6 +27,37 @@ pub fn cpu_time(pid: u32) -> Option<Duration> {
     Some(Duration::from_secs_f64((user + system) as f64 / ticks as f64))
 }
 
+/// One thread of a process, and the CPU time it has used so far.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadTime {
+    /// The thread's id (its directory under `/proc/PID/task/`).
+    pub id: u32,
+    /// Its name (`comm`): `loop-1`, `pool-worker-0`, or the program's name for the first.
+    pub name: String,
+    pub cpu: Duration,
+}
+
+/// CPU time each thread of the process has used so far: the first field of
+/// `/proc/PID/task/TID/schedstat`, in nanoseconds. (The ticks of [`cpu_time`] are 10 ms
+/// each: too coarse to see a hundred requests, which take a few milliseconds.) `None`
+/// where the kernel keeps no schedstat.
+pub fn thread_cpu_times(pid: u32) -> Option<Vec<ThreadTime>> {
+    let mut threads = Vec::new();
+    for entry in fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+        let path = entry.ok()?.path();
+        // A thread that ended since the directory was listed is simply left out.
+        let Ok(schedstat) = fs::read_to_string(path.join("schedstat")) else { continue };
+        let Some(Ok(nanoseconds)) = schedstat.split_whitespace().next().map(str::parse) else {
+            continue;
+        };
+        let id = path.file_name()?.to_str()?.parse().ok()?;
+        let name = fs::read_to_string(path.join("comm")).unwrap_or_default().trim().to_string();
+        threads.push(ThreadTime { id, name, cpu: Duration::from_nanos(nanoseconds) });
+    }
+    // Every process has a thread; none listed means the files are not there.
+    (!threads.is_empty()).then_some(threads)
+}
+
 /// `sysconf(_SC_CLK_TCK)`, asked of `getconf` because std cannot call sysconf. Almost
 /// always 100.
 fn clock_ticks_per_second() -> u64 {
@@ -127,5 +158,37 @@ mod tests {
         assert!(open_descriptors(pid).expect("/proc/PID/fd") >= 3);
         let limits = own_descriptor_limits().expect("/proc/self/limits");
         assert!(limits.soft >= 3 && limits.hard >= limits.soft);
+    }
+
+    /// The threads probe (`spread_over_loops`) tells a thread that served from one that
+    /// slept by the CPU time each used: a thread that burns CPU must show it, by name.
+    #[test]
+    fn sees_each_thread_by_name() {
+        let pid = std::process::id();
+        if thread_cpu_times(pid).is_none() {
+            crate::harness::print_uncaptured(
+                "SKIPPED: resources::sees_each_thread_by_name: no /proc/PID/task/*/schedstat \
+                 here, nothing to read",
+            );
+            return;
+        }
+        let burner = std::thread::Builder::new().name("suite-burner".into());
+        let burner = burner.spawn(move || {
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            loop {
+                let threads = thread_cpu_times(pid).expect("schedstat");
+                let mine = threads.iter().find(|thread| thread.name == "suite-burner");
+                if mine.is_some_and(|thread| thread.cpu >= Duration::from_millis(5)) {
+                    return true;
+                }
+                if std::time::Instant::now() >= deadline {
+                    return false;
+                }
+                for n in 0..100_000u64 {
+                    std::hint::black_box(n * n);
+                }
+            }
+        });
+        assert!(burner.expect("spawn").join().expect("join"), "the burner's CPU time never grew");
     }
 }

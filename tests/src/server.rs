@@ -5,15 +5,20 @@
 //! `listening on http://HOST:PORT`. The [`Server`] guard kills and reaps the process when
 //! it goes out of scope, on every path: a failing assertion, a panic, an early return.
 //!
+//! The program is one of ours or a reader's own ([`Program`]): the runner's `--command`
+//! starts any server, in any language, the same way, with the same flags.
+//!
 //! The same type also stands for a server the suite did *not* start (the runner's
 //! `--addr`): then there is no process to manage, and probes that need one skip.
 
+use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -23,6 +28,153 @@ use crate::chapters::Chapter;
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// How much of the server's stderr we keep for messages.
 const STDERR_KEPT: usize = 16 * 1024;
+/// How much we keep of a server started with `--trace`: the whole trace of a short run,
+/// for a program that reads it back (the `timeline` tool).
+const TRACE_KEPT: usize = 4 * 1024 * 1024;
+
+/// How to run a server: one of ours, or a reader's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Program {
+    /// A chapter's program, which the suite built.
+    Binary(PathBuf),
+    /// A reader's command line, in any language (the runner's `--command 'python3
+    /// my_server.py'`). `sh` runs it as `exec CMD "$@"`, with the contract's flags as the
+    /// arguments: the shell's quoting never touches them (a `--root` with a space in it
+    /// arrives whole), and `exec` makes the command the process we started, so signals
+    /// reach it, its exit status is its own, and `/proc/PID/` is the server's. So CMD must
+    /// be one command (a program and its arguments); anything more goes in a script.
+    Shell(String),
+}
+
+impl Program {
+    /// A [`Command`] that runs the program with `args`, with at most `fd_limit` open files.
+    /// A shell command gets a process group of its own (see [`ProcessGroup`]).
+    pub fn command(&self, args: &[OsString], fd_limit: Option<u32>) -> Command {
+        // std can only lower a child's limit with `unsafe` code run between fork and exec;
+        // the shell's `ulimit` does the same, safely.
+        let ulimit = fd_limit.map(|limit| format!("ulimit -n {limit} && ")).unwrap_or_default();
+        let mut command = match (self, fd_limit) {
+            (Program::Binary(binary), None) => Command::new(binary),
+            // `exec` turns the shell into the server: the same process, so the pid we know
+            // (and kill, and read /proc of) is the server's. "$0" "$@" are the binary and
+            // its arguments, passed through untouched by the shell's quoting.
+            (Program::Binary(binary), Some(_)) => {
+                let mut command = Command::new("sh");
+                command.arg("-c").arg(format!("{ulimit}exec \"$0\" \"$@\"")).arg(binary);
+                command
+            }
+            (Program::Shell(line), _) => {
+                let mut command = Command::new("sh");
+                // "sh" is the script's $0: the name the shell's own errors begin with.
+                command.arg("-c").arg(format!("{ulimit}exec {line} \"$@\"")).arg("sh");
+                // A group of its own, so that everything it starts can be killed with it.
+                command.process_group(0);
+                command
+            }
+        };
+        command.args(args);
+        command
+    }
+
+    /// Who a message should name: the chapter for one of ours, the command for a reader's.
+    pub fn label(&self, chapter: &Chapter) -> String {
+        match self {
+            Program::Binary(_) => chapter.name.to_string(),
+            Program::Shell(line) => format!("`{line}`"),
+        }
+    }
+
+    /// "`python3 my_server.py --host 127.0.0.1 --port 0`": what a reader would type to see
+    /// for themselves what the suite saw. Only for a reader's command: our chapters are
+    /// named by the chapter alone.
+    pub fn typed(&self, args: &[OsString]) -> Option<String> {
+        let Program::Shell(line) = self else { return None };
+        Some(format!("`{line} {}`", args_text(args)))
+    }
+}
+
+/// "--host 127.0.0.1 --port 0", for messages.
+pub fn args_text(args: &[OsString]) -> String {
+    let args: Vec<String> = args.iter().map(|arg| arg.to_string_lossy().into_owned()).collect();
+    args.join(" ")
+}
+
+/// The process group of a reader's command: it and everything it started (`cargo run`
+/// and the program it builds, a launcher and its interpreter, worker processes), killed
+/// all together when this is dropped, and when the runner is interrupted
+/// ([`kill_every_group`]). Our chapters are one process each and need none.
+pub struct ProcessGroup {
+    id: u32,
+}
+
+/// The groups alive now, for [`kill_every_group`]; and whether that has been called, so
+/// that no new group starts after it.
+static GROUPS: Mutex<(Vec<u32>, bool)> = Mutex::new((Vec::new(), false));
+
+impl ProcessGroup {
+    /// Spawns `command` (made by [`Program::command`]), and keeps its group if it has one.
+    /// Spawning under the lock means an interrupt cannot slip between the spawn and the
+    /// record of it.
+    pub fn spawn(command: &mut Command, program: &Program) -> std::io::Result<Spawned> {
+        let mut groups = GROUPS.lock().unwrap_or_else(PoisonError::into_inner);
+        if groups.1 {
+            return Err(std::io::Error::other("the suite is stopping"));
+        }
+        let child = command.spawn()?;
+        let group = match program {
+            Program::Binary(_) => None,
+            // process_group(0): the group's id is the leader's pid.
+            Program::Shell(_) => {
+                groups.0.push(child.id());
+                Some(ProcessGroup { id: child.id() })
+            }
+        };
+        Ok(Spawned { child, group })
+    }
+
+    fn kill(&self) {
+        kill_groups(&[self.id]);
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.kill();
+        let mut groups = GROUPS.lock().unwrap_or_else(PoisonError::into_inner);
+        groups.0.retain(|&id| id != self.id);
+    }
+}
+
+/// A process just started: the child, and its group if it has its own.
+pub struct Spawned {
+    pub child: Child,
+    pub group: Option<ProcessGroup>,
+}
+
+/// SIGKILL to every process in these groups, with kill(1) (std can only signal a child).
+/// A group that has ended is no error.
+fn kill_groups(ids: &[u32]) {
+    if ids.is_empty() {
+        return;
+    }
+    let groups = ids.iter().map(|id| format!("-{id}"));
+    let _ = Command::new("kill")
+        .args(["-s", "KILL", "--"])
+        .args(groups)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// Kills every reader's server still running, and lets no new one start: for the runner,
+/// when it is interrupted (Ctrl-C). Their groups do not get the terminal's SIGINT, so
+/// without this they would outlive the suite.
+pub fn kill_every_group() -> usize {
+    let mut groups = GROUPS.lock().unwrap_or_else(PoisonError::into_inner);
+    groups.1 = true;
+    kill_groups(&groups.0);
+    groups.0.len()
+}
 
 /// The command line a probe wants its server started with.
 #[derive(Clone, Debug, Default)]
@@ -41,7 +193,8 @@ pub struct Options {
     /// Start the server with at most this many open file descriptors (`ulimit -n`), so a
     /// probe can run it out of them with a few hundred connections instead of thousands.
     pub fd_limit: Option<u32>,
-    /// `--trace`: a line on stderr for every step of the loop.
+    /// `--trace`: a line on stderr for every step of the loop. Up to 4 MiB of them is kept
+    /// for [`Server::stderr_text`], not only the last few KiB.
     pub trace: bool,
     /// Close our end of the server's stderr as soon as its first line is on stdout, so
     /// that every line it logs from then on fails to write (EPIPE), as when a reader pipes
@@ -64,9 +217,13 @@ impl Options {
 /// A running server under test.
 pub struct Server {
     pub chapter: &'static Chapter,
+    /// Who messages name: the chapter (`ch03-event-loop`), or a reader's command.
+    pub label: String,
     pub address: SocketAddr,
     /// `None` for a server the suite did not start.
     child: Option<Child>,
+    /// A reader's command's process group, killed with it.
+    group: Option<ProcessGroup>,
     /// The process's exit status, once it has been reaped.
     exit: Option<ExitStatus>,
     stderr: Arc<Mutex<Vec<u8>>>,
@@ -79,22 +236,34 @@ impl Server {
     pub fn external(chapter: &'static Chapter, address: SocketAddr) -> Server {
         Server {
             chapter,
+            label: chapter.name.to_string(),
             address,
             child: None,
+            group: None,
             exit: None,
             stderr: Arc::default(),
             dropped_flags: Vec::new(),
         }
     }
 
-    /// Starts `binary` with `options` and waits for its first line.
+    /// Starts `program` with `options` and waits for its first line.
     pub fn start(
-        chapter: &'static Chapter, binary: &Path, options: &Options,
+        chapter: &'static Chapter, program: &Program, options: &Options,
     ) -> Result<Server, String> {
-        match Server::spawn(chapter, binary, options, true) {
+        Server::start_within(chapter, program, options, START_TIMEOUT)
+    }
+
+    /// [`Server::start`], giving the program `patience` to print its first line (the
+    /// runner's first start of a reader's command, which may have to compile first).
+    pub fn start_within(
+        chapter: &'static Chapter, program: &Program, options: &Options, patience: Duration,
+    ) -> Result<Server, String> {
+        let spawn = |with_optional_flags| {
+            Server::spawn(chapter, program, options, with_optional_flags, patience)
+        };
+        match spawn(true) {
             Err(Refused::UnknownFlag(_)) if !options.if_supported.is_empty() => {
-                let mut server = Server::spawn(chapter, binary, options, false)
-                    .map_err(|refused| refused.to_string())?;
+                let mut server = spawn(false).map_err(|refused| refused.to_string())?;
                 server.dropped_flags = options.if_supported.iter().map(|(flag, _)| *flag).collect();
                 Ok(server)
             }
@@ -102,49 +271,41 @@ impl Server {
         }
     }
 
-    fn spawn(
-        chapter: &'static Chapter, binary: &Path, options: &Options, with_optional_flags: bool,
-    ) -> Result<Server, Refused> {
-        let mut command = match options.fd_limit {
-            None => Command::new(binary),
-            Some(limit) => {
-                // std can only lower a child's limit with `unsafe` code run between fork
-                // and exec; the shell's `ulimit` does the same, safely. `exec` then turns
-                // the shell into the server: the same process, so the pid we know (and
-                // kill, and read /proc of) is the server's. "$0" "$@" are the binary and
-                // its arguments, passed through untouched by the shell's quoting.
-                let mut command = Command::new("sh");
-                command
-                    .arg("-c")
-                    .arg(format!("ulimit -n {limit} && exec \"$0\" \"$@\""))
-                    .arg(binary);
-                command
-            }
-        };
-        command.args(["--host", "127.0.0.1", "--port", "0"]);
+    /// The contract's command line for `options`, as every chapter takes it.
+    fn arguments(options: &Options, with_optional_flags: bool) -> Vec<OsString> {
+        let mut args: Vec<OsString> =
+            ["--host", "127.0.0.1", "--port", "0"].into_iter().map(OsString::from).collect();
+        let mut flag = |name: &str, value: OsString| args.extend([name.into(), value]);
         if let Some(root) = &options.root {
-            command.arg("--root").arg(root);
+            flag("--root", root.into());
         }
         if let Some(upstream) = options.upstream {
-            command.arg("--upstream").arg(upstream.to_string());
+            flag("--upstream", upstream.to_string().into());
         }
         if let Some(ms) = options.fs_delay_ms {
-            command.arg("--fs-delay-ms").arg(ms.to_string());
+            flag("--fs-delay-ms", ms.to_string().into());
         }
         if options.trace {
-            command.arg("--trace");
+            args.push("--trace".into());
         }
         if with_optional_flags {
-            for (flag, value) in &options.if_supported {
-                command.arg(flag).arg(value);
+            for (name, value) in &options.if_supported {
+                args.extend([(*name).into(), value.into()]);
             }
         }
-        let mut child = command
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|error| Refused::Other(format!("cannot run {}: {error}", binary.display())))?;
+        args
+    }
+
+    fn spawn(
+        chapter: &'static Chapter, program: &Program, options: &Options, with_optional_flags: bool,
+        patience: Duration,
+    ) -> Result<Server, Refused> {
+        let args = Server::arguments(options, with_optional_flags);
+        let mut command = program.command(&args, options.fd_limit);
+        command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let label = program.label(chapter);
+        let Spawned { mut child, group } = ProcessGroup::spawn(&mut command, program)
+            .map_err(|error| Refused::Other(format!("cannot run {label}: {error}")))?;
 
         // Both pipes are drained by threads for the whole life of the process: a server
         // that fills a pipe nobody reads would block in its next print. (Unless the probe
@@ -156,13 +317,14 @@ impl Server {
             stderr_to_close = child.stderr.take();
         } else if let Some(mut pipe) = child.stderr.take() {
             let kept = Arc::clone(&stderr);
+            let limit = if options.trace { TRACE_KEPT } else { STDERR_KEPT };
             stderr_reader = Some(thread::spawn(move || {
                 let mut chunk = [0u8; 4096];
                 while let Ok(count @ 1..) = pipe.read(&mut chunk) {
                     let mut kept = kept.lock().unwrap_or_else(|poison| poison.into_inner());
                     kept.extend_from_slice(&chunk[..count]);
-                    if kept.len() > STDERR_KEPT {
-                        let excess = kept.len() - STDERR_KEPT;
+                    if kept.len() > limit {
+                        let excess = kept.len() - limit;
                         kept.drain(..excess);
                     }
                 }
@@ -180,20 +342,26 @@ impl Server {
         }
         let mut server = Server {
             chapter,
+            label: label.clone(),
             address: SocketAddr::from(([127, 0, 0, 1], 0)),
             child: Some(child),
+            group,
             exit: None,
             stderr,
             dropped_flags: Vec::new(),
         };
+        // For a reader's command, the whole command line, so they can run it themselves.
+        let ran = program.typed(&args).map(|typed| format!(" (ran {typed})")).unwrap_or_default();
 
-        let line = match first_line_arrives.recv_timeout(START_TIMEOUT) {
+        let line = match first_line_arrives.recv_timeout(patience) {
             Ok(line) => line,
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 return Err(Refused::Other(format!(
-                    "{} printed no first line within {} s{}",
-                    chapter.name,
-                    START_TIMEOUT.as_secs(),
+                    "{label} printed no first line on stdout within {} s{ran}: the contract \
+                     wants `listening on http://HOST:PORT` at once, flushed (stdout is a \
+                     pipe here, not a terminal, and many languages then hold output back: \
+                     flush it, e.g. Python's print(..., flush=True)){}",
+                    patience.as_secs(),
                     server.stderr_note()
                 )))
             }
@@ -206,14 +374,25 @@ impl Server {
                     let _ = reader.join();
                 }
                 let stderr = server.stderr_text();
-                if status.and_then(|status| status.code()) == Some(2)
-                    && stderr.contains("unknown flag")
-                {
+                // Ours say "unknown flag --threads"; a reader's may say it another way
+                // ("unrecognized arguments: --threads 2"), but names the flag.
+                let names_a_flag = stderr.contains("unknown flag")
+                    || options.if_supported.iter().any(|(flag, _)| stderr.contains(flag));
+                if status.and_then(|status| status.code()) == Some(2) && names_a_flag {
                     return Err(Refused::UnknownFlag(stderr));
                 }
+                let why = match status.and_then(|status| status.code()) {
+                    Some(127) if program.typed(&args).is_some() => {
+                        ": the shell found no such program. The suite runs `exec CMD ARGS`, \
+                         so CMD must be one program and its arguments; put anything more (a \
+                         `cd`, a variable) in a script"
+                    }
+                    Some(126) => ": the program is not executable",
+                    _ => "",
+                };
                 return Err(Refused::Other(format!(
-                    "{} exited without printing `listening on ...` ({}){}",
-                    chapter.name,
+                    "{label} exited without printing `listening on http://HOST:PORT` \
+                     ({}{why}){ran}{}",
                     status.map_or("still running".to_string(), |status| status.to_string()),
                     server.stderr_note()
                 )));
@@ -226,8 +405,8 @@ impl Server {
             .and_then(|address| address.parse().ok())
             .ok_or_else(|| {
                 Refused::Other(format!(
-                    "{}'s first line is {line:?}, not `listening on http://HOST:PORT`",
-                    chapter.name
+                    "{label}'s first line on stdout is {line:?}, not `listening on \
+                     http://HOST:PORT` with the real port{ran}"
                 ))
             })?;
         Ok(server)
@@ -282,8 +461,9 @@ impl Server {
         }
     }
 
-    /// What the server printed on stderr (the last few KiB).
-    fn stderr_text(&self) -> String {
+    /// What the server printed on stderr (the last few KiB; all of a trace, see
+    /// [`Options::trace`]).
+    pub fn stderr_text(&self) -> String {
         let kept = self.stderr.lock().unwrap_or_else(|poison| poison.into_inner());
         String::from_utf8_lossy(&kept).into_owned()
     }
@@ -304,6 +484,9 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
+        // The group first, while its leader is not yet reaped: until then, its id cannot
+        // be taken by another process.
+        drop(self.group.take());
         if let Some(child) = self.child.as_mut() {
             if self.exit.is_none() {
                 let _ = child.kill();
@@ -326,5 +509,125 @@ impl std::fmt::Display for Refused {
             Refused::UnknownFlag(stderr) => write!(f, "rejected a flag: {}", stderr.trim()),
             Refused::Other(message) => f.write_str(message),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chapters;
+
+    fn run(program: &Program, args: &[&str], fd_limit: Option<u32>) -> String {
+        let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+        let output = program.command(&args, fd_limit).output().expect("sh runs");
+        assert!(output.status.success(), "{program:?}: {output:?}");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// The contract's flags reach a reader's command as they are, one argument each: the
+    /// shell's quoting, word splitting and `$` never touch them.
+    #[test]
+    fn a_command_gets_the_arguments_whole() {
+        let printf = Program::Shell("printf '[%s]\\n'".into());
+        let args = ["--root", "/tmp/a site with spaces", "x\"y'z $HOME *", ""];
+        let printed = run(&printf, &args, None);
+        assert_eq!(printed, "[--root]\n[/tmp/a site with spaces]\n[x\"y'z $HOME *]\n[]\n");
+        // Quoting inside the command is the shell's, as the reader typed it.
+        let quoted = Program::Shell("printf '[%s]\\n' 'my server.py'".into());
+        assert_eq!(run(&quoted, &["--port", "0"], None), "[my server.py]\n[--port]\n[0]\n");
+    }
+
+    /// `fd_limit` lowers the limit for both kinds of program, and the arguments still
+    /// arrive whole.
+    #[test]
+    fn the_descriptor_limit_applies_to_both_kinds() {
+        let shell = Program::Shell("sh -c 'ulimit -n; printf \"[%s]\\n\" \"$@\"' sh".into());
+        assert_eq!(run(&shell, &["a b"], Some(64)), "64\n[a b]\n");
+        let binary = Program::Binary("/bin/sh".into());
+        let args = ["-c", "ulimit -n; printf '[%s]\\n' \"$@\"", "sh", "a b"];
+        assert_eq!(run(&binary, &args, Some(64)), "64\n[a b]\n");
+    }
+
+    /// `exec`: the process we start is the reader's program itself, not a shell waiting
+    /// for it, so signals and `/proc/PID/` reach the server.
+    #[test]
+    fn a_command_is_the_process_we_start() {
+        let program = Program::Shell("sh -c 'echo $$' sh".into());
+        let mut command = program.command(&[], None);
+        command.stdout(Stdio::piped());
+        let Spawned { child, group } = ProcessGroup::spawn(&mut command, &program).expect("sh");
+        let pid = child.id();
+        let output = child.wait_with_output().expect("output");
+        assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), pid.to_string());
+        assert!(group.is_some(), "a reader's command has a group of its own");
+    }
+
+    /// The group takes with it whatever the command started: here, a `sleep` in the
+    /// background of a shell script.
+    #[test]
+    fn dropping_the_group_kills_all_it_started() {
+        let program = Program::Shell("sh -c 'sleep 60 & echo $!; wait' sh".into());
+        let mut command = program.command(&[], None);
+        command.stdout(Stdio::piped());
+        let Spawned { mut child, group } = ProcessGroup::spawn(&mut command, &program).expect("sh");
+        let mut line = String::new();
+        let stdout = child.stdout.take().expect("piped");
+        BufReader::new(stdout).read_line(&mut line).expect("the sleep's pid");
+        let sleeper = line.trim().to_string();
+        drop(group);
+        let _ = child.wait();
+        // Gone, or a zombie nobody has reaped yet: either way, no longer running.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let stat = std::fs::read_to_string(format!("/proc/{sleeper}/stat"));
+            let Ok(stat) = stat else { break };
+            let state = stat.rsplit(')').next().unwrap_or_default().split_whitespace().next();
+            if state == Some("Z") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the background sleep survived: {stat}");
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn some_chapter() -> &'static Chapter {
+        chapters::chapter(1).expect("chapter 1")
+    }
+
+    /// A reader's server rejects a later chapter's flag in its own words (Python's
+    /// argparse here): it is started again without it, as ours are.
+    #[test]
+    fn a_flag_rejected_in_other_words_is_dropped() {
+        let script = "case \"$*\" in *--threads*) echo \"error: unrecognized arguments: \
+                      --threads 2\" >&2; exit 2;; esac; echo listening on http://127.0.0.1:9; \
+                      sleep 60";
+        let program = Program::Shell(format!("sh -c '{script}' sh"));
+        let options =
+            Options { if_supported: vec![("--threads", "2".into())], ..Options::default() };
+        let server = Server::start(some_chapter(), &program, &options).expect("started");
+        assert_eq!(server.dropped_flags, ["--threads"]);
+        assert_eq!(server.address, SocketAddr::from(([127, 0, 0, 1], 9)));
+    }
+
+    /// What a reader sees when their command does not start: what ran, and why.
+    #[test]
+    fn a_command_that_does_not_start_says_why() {
+        let chapter = some_chapter();
+        let start = |line: &str| {
+            let program = Program::Shell(line.into());
+            Server::start_within(chapter, &program, &Options::default(), Duration::from_secs(1))
+                .err()
+                .expect("does not start")
+        };
+        let missing = start("no-such-program-in-the-suite");
+        assert!(missing.contains("127: the shell found no such program"), "{missing}");
+        assert!(missing.contains("(ran `no-such-program-in-the-suite --host 127.0.0.1"));
+        let silent = start("sleep 5 #");
+        assert!(silent.contains("printed no first line on stdout within 1 s"), "{silent}");
+        assert!(silent.contains("flush"), "{silent}");
+        let early = start("sh -c 'echo oops >&2; exit 3' sh");
+        assert!(early.contains("exit status: 3") && early.contains("oops"), "{early}");
+        let wrong = start("echo hello #");
+        assert!(wrong.contains("first line on stdout is \"hello\""), "{wrong}");
     }
 }

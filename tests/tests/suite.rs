@@ -35,7 +35,7 @@ macro_rules! suite {
 }
 
 suite! {
-    chapters: [1, 2, 3, 4, 5, 6, 7, 8];
+    chapters: [1, 2, 3, 4, 5, 6, 7, 8, 9];
     probes: [
         command_line, index_page, hello, sleep_route, stats_route, head_requests, not_found,
         method_not_allowed, unknown_method, echo, echo_needs_length, echo_too_large, files,
@@ -47,7 +47,7 @@ suite! {
         idle_client, half_sent_request, ten_thousand_idle, slow_reader, keep_alive,
         pipelining, graceful_shutdown, prompt_shutdown, sleep_elsewhere, slow_upstream,
         header_timeout, keep_alive_timeout, send_timeout, slowloris, slow_disk,
-        big_download_memory, ten_thousand_idle_slowdown,
+        big_download_memory, ten_thousand_idle_slowdown, spread_over_loops,
     ]
 }
 

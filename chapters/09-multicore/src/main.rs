@@ -25,7 +25,7 @@ use std::net::TcpListener;
 use std::os::fd::{AsFd, AsRawFd};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -51,6 +51,9 @@ pub struct Loops {
     counters: Vec<Counters>,
     /// One per loop: waking it tells the loop to shut down (see `shut_down_on_wake`).
     wakers: Vec<Arc<Waker>>,
+    /// Passed once every loop has its sockets and threads: then we say where to connect.
+    set_up: Barrier,
+    port: u16,
 }
 
 #[derive(Default)]
@@ -84,6 +87,11 @@ fn main() {
     }
     let signals = Signals::install();
     // ANCHOR: listeners
+    // SO_REUSEPORT would let us share a port in use with another server of ours, where every
+    // chapter refuses it: a plain bind first says whether it is free.
+    if config.port != 0 {
+        drop(listener::bind(&config.host, config.port, true).unwrap_or_else(|e| fail("listen", e)));
+    }
     // One listener per loop, all on the same port. The first picks it (`--port 0`).
     let first = bind(&config.host, config.port).unwrap_or_else(|error| fail("listen", error));
     let port = first.local_addr().map_or(config.port, |address| address.port());
@@ -96,8 +104,8 @@ fn main() {
     let wakers =
         wakers.collect::<io::Result<_>>().unwrap_or_else(|error| fail("make wakers", error));
     let counters = (0..config.threads).map(|_| Counters::default()).collect();
-    let loops = Arc::new(Loops { counters, wakers });
-    listener::announce(&config, &listeners[0]);
+    let set_up = Barrier::new(config.threads);
+    let loops = Arc::new(Loops { counters, wakers, set_up, port });
 
     // ANCHOR: threads
     // Loop 0 runs on this thread, and watches for signals; the others on threads of their own.
@@ -145,6 +153,10 @@ fn run_loop(
     let deliverer = server.clone();
     spawn(async move { deliverer.files.deliver(pool_waker).await });
     spawn(refresh_date(server.clone()));
+    // A client that connects once it reads the `listening on` line finds every loop ready.
+    if server.loops.set_up.wait().is_leader() {
+        listener::announce(&server.config, server.loops.port);
+    }
 
     let mut executor = Executor::default();
     let mut shutdown_deadline = None;

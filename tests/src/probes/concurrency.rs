@@ -520,7 +520,7 @@ pub fn slow_upstream(target: &Target) -> Probed {
         // Once the upstream has the request, the chapter is waiting on it.
         check!(
             upstream.wait_for_request(PATIENCE).is_some(),
-            "{what}: the chapter never asked the upstream"
+            "{what}: the server never sent the upstream (its --upstream) a request"
         );
         let hold = Duration::from_millis(hold);
         served_while_busy(&server, client, &what, hold, |response| {

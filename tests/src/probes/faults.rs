@@ -256,15 +256,15 @@ pub fn closed_stderr(target: &Target) -> Probed {
     needs_own_server(target)?;
     let mut server =
         target.start(Options { trace: true, close_stderr: true, ..Options::default() })?;
-    let requests: [(&[u8], u16); 4] = [
-        (b"GET /hello HTTP/1.1\r\nHost: suite\r\n\r\n", 200),
+    let requests: [(&[u8], u16, &str); 4] = [
+        (b"GET /hello HTTP/1.1\r\nHost: suite\r\n\r\n", 200, ""),
         // No Host: a 400, and (where the chapter logs bad requests) a line about it.
-        (b"GET /hello HTTP/1.1\r\n\r\n", 400),
-        (b"GET /files/missing.txt HTTP/1.1\r\nHost: suite\r\n\r\n", 404),
-        (b"GET /sleep?ms=10 HTTP/1.1\r\nHost: suite\r\n\r\n", 200),
+        (b"GET /hello HTTP/1.1\r\n\r\n", 400, " without a Host header"),
+        (b"GET /files/missing.txt HTTP/1.1\r\nHost: suite\r\n\r\n", 404, ""),
+        (b"GET /sleep?ms=10 HTTP/1.1\r\nHost: suite\r\n\r\n", 200, ""),
     ];
-    for (request, status) in requests {
-        let what = format!("{}, with stderr closed", first_line(request));
+    for (request, status, note) in requests {
+        let what = format!("{}{note}, with stderr closed", first_line(request));
         let response = match exchange(&server, request) {
             Ok(response) => response,
             Err(Stop::Broken(error)) => {

@@ -54,6 +54,18 @@ fn takes_everyone(server: &Server) -> bool {
     manifest::expectation(Capability::IdleClient, server.chapter) == Expect::Yes
 }
 
+/// Fails, saying so, if the server process has ended: its descriptors would count as none,
+/// and the message that follows would blame the wrong thing.
+fn still_running(server: &mut Server, during: &str) -> Result<(), Stop> {
+    match server.exit_status() {
+        Some(status) => Err(broken(format!(
+            "the server process ended ({status}) during {during}{}",
+            server.stderr_note()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Waits until the server holds at least `count` open descriptors. Returns the most it
 /// was seen to hold.
 fn wait_for_descriptors(pid: u32, count: usize, timeout: Duration) -> Result<usize, Stop> {
@@ -69,6 +81,12 @@ fn wait_for_descriptors(pid: u32, count: usize, timeout: Duration) -> Result<usi
         thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// Why connecting a flood can fail: the kernel holds only so many connections the server
+/// has not accepted yet (the backlog it asked `listen` for; ours ask for 1024), and a
+/// server that takes one client at a time, or is out of descriptors, accepts none.
+const BACKLOG_NOTE: &str = " (while the server accepts no one, the kernel queues only as many \
+     connections as its listen backlog: is that small? ours is 1024)";
 
 /// The server's file descriptor limit during [`descriptor_exhaustion`].
 const FLOOD_FD_LIMIT: u32 = 64;
@@ -98,11 +116,30 @@ pub fn descriptor_exhaustion(target: &Target) -> Probed {
 
     let mut flood = Vec::with_capacity(FLOOD_CLIENTS);
     for _ in 0..FLOOD_CLIENTS {
-        flood.push(connect(&server)?);
+        let client = match connect(&server) {
+            Ok(client) => client,
+            Err(stop) => {
+                still_running(&mut server, &format!("a flood of {FLOOD_CLIENTS} connections"))?;
+                return Err(match stop {
+                    // The kernel's queue is full: the backlog is the likely cause.
+                    Stop::Broken(what) if what.contains("timed out") => broken(format!(
+                        "flood client {} of {FLOOD_CLIENTS}: {what}{BACKLOG_NOTE}",
+                        flood.len() + 1
+                    )),
+                    Stop::Broken(what) => broken(format!(
+                        "flood client {} of {FLOOD_CLIENTS}: {what}",
+                        flood.len() + 1
+                    )),
+                    skipped => skipped,
+                });
+            }
+        };
+        flood.push(client);
     }
     let limit = FLOOD_FD_LIMIT as usize;
     if takes_everyone(&server) {
         let most = wait_for_descriptors(pid, limit, PATIENCE)?;
+        still_running(&mut server, &format!("a flood of {FLOOD_CLIENTS} connections"))?;
         check!(
             most >= limit,
             "with {FLOOD_CLIENTS} clients connected, the server held at most {most} of its \
@@ -177,22 +214,27 @@ const SLOWLORIS_PATIENCE: Duration = Duration::from_secs(5);
 /// in the kernel's backlog until they leave.
 pub fn slowloris(target: &Target) -> Probed {
     needs_own_server(target)?;
-    let server = target.start(Options {
+    let mut server = target.start(Options {
         fd_limit: Some(SLOWLORIS_FD_LIMIT),
         if_supported: vec![("--header-timeout", SLOWLORIS_HEADER_TIMEOUT.into())],
         ..Options::default()
     })?;
     let pid = pid(&server)?;
     let attack = Slowloris::start(server.address, SLOWLORIS_CLIENTS);
+    let connected = attack.wait_until_connected(SLOWLORIS_CLIENTS, Instant::now() + PATIENCE);
+    still_running(&mut server, "a slowloris attack")?;
     check!(
-        attack.wait_until_connected(SLOWLORIS_CLIENTS, Instant::now() + PATIENCE),
-        "could not connect {SLOWLORIS_CLIENTS} slowloris clients within {} s",
+        connected,
+        "could connect only {} of {SLOWLORIS_CLIENTS} slowloris clients within {} \
+         s{BACKLOG_NOTE}",
+        attack.connected.load(Ordering::Relaxed),
         PATIENCE.as_secs()
     );
     let limit = SLOWLORIS_FD_LIMIT as usize;
     if takes_everyone(&server) {
         // The attack proves something only if it ran the server out of descriptors.
         let most = wait_for_descriptors(pid, limit, PATIENCE)?;
+        still_running(&mut server, "a slowloris attack")?;
         check!(
             most >= limit,
             "{SLOWLORIS_CLIENTS} slowloris clients took at most {most} of the server's \

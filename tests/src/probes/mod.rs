@@ -20,24 +20,24 @@
 
 mod bad_input;
 mod concurrency;
+mod cores;
 mod corpus;
 mod faults;
 mod floods;
 mod routes;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::chapters::Chapter;
 use crate::client::{show, Client, Ending, ReadError, Response};
 use crate::kernel;
 use crate::manifest::Capability::{
-    Basics, BoundedDownload, GracefulShutdown, IdleClient, KeepAlive, SleepAndUpstream, SlowDisk,
-    SlowReader, Slowloris, TenThousandIdle, Timeouts,
+    Basics, BoundedDownload, GracefulShutdown, IdleClient, KeepAlive, MoreThanOneCore,
+    SleepAndUpstream, SlowDisk, SlowReader, Slowloris, TenThousandIdle, Timeouts,
 };
 use crate::manifest::{self, Capability, Expect};
-use crate::server::{Options, Server};
+use crate::server::{Options, Program, Server};
 use crate::site::{first_difference, Site};
 use crate::upstream::Upstream;
 
@@ -126,6 +126,7 @@ pub const PROBES: &[Probe] = &[
     probe("slow_disk", SlowDisk, concurrency::slow_disk),
     probe("big_download_memory", BoundedDownload, floods::big_download_memory),
     probe("ten_thousand_idle_slowdown", TenThousandIdle, floods::ten_thousand_idle_slowdown),
+    probe("spread_over_loops", MoreThanOneCore, cores::spread_over_loops),
 ];
 // ANCHOR_END: probes
 
@@ -140,8 +141,9 @@ pub fn find(name: &str) -> Option<&'static Probe> {
 
 /// Where a probe gets its servers from.
 pub enum Launch {
-    /// Start the chapter's program, a fresh process for each server the probe asks for.
-    Start { binary: PathBuf },
+    /// Start the chapter's program (or a reader's, the runner's `--command`), a fresh
+    /// process for each server the probe asks for.
+    Start { program: Program },
     /// A server someone else started; probes that need their own skip.
     External { address: SocketAddr },
 }
@@ -163,8 +165,8 @@ impl Target {
     /// started with whatever its owner chose.
     pub fn start(&self, options: Options) -> Result<Server, Stop> {
         match &self.launch {
-            Launch::Start { binary } => {
-                Server::start(self.chapter, binary, &options).map_err(Stop::Broken)
+            Launch::Start { program } => {
+                Server::start(self.chapter, program, &options).map_err(Stop::Broken)
             }
             Launch::External { address } if options.is_default() => {
                 Ok(Server::external(self.chapter, *address))
@@ -283,7 +285,7 @@ pub fn connect(server: &Server) -> Result<Client, Stop> {
     Client::connect(server.address).map_err(|error| {
         broken(format!(
             "cannot connect to {} at {}: {error}{}",
-            server.chapter.name,
+            server.label,
             server.address,
             server.stderr_note()
         ))
@@ -292,7 +294,16 @@ pub fn connect(server: &Server) -> Result<Client, Stop> {
 
 /// Sends `request` (all of it) on `client`; a failure stops the probe, naming `what`.
 pub fn sending(client: &mut Client, request: &[u8], what: &str) -> Result<(), Stop> {
-    client.send(request).map_err(|error| broken(format!("{what}: sending failed: {error}")))
+    client.send(request).map_err(|error| {
+        // Most often the server answered before it had read everything (a 404 for a route
+        // it lacks, say) and closed: then its answer says more than the broken pipe.
+        let deadline = Instant::now() + Duration::from_millis(200);
+        let answered = match client.read_response(deadline, false) {
+            Ok(response) => format!(" (it had answered {} and closed)", response.summary()),
+            Err(_) => String::new(),
+        };
+        broken(format!("{what}: sending failed: {error}{answered}"))
+    })
 }
 
 /// Sends `request` on a new connection and reads the answer (see [`receive`]).
@@ -362,10 +373,17 @@ pub fn receive(
                 )))
             }
             Ending::MoreBytes(bytes) => {
+                let hint = if to_head_request {
+                    " (an answer to HEAD has no body, whatever its Content-Length: is this one?)"
+                } else {
+                    ""
+                };
                 return Err(broken(format!(
-                    "{what}: the response said Connection: close, then came more bytes: {}",
+                    "{what}: the response ({}) said Connection: close, then came more bytes: \
+                     {}{hint}",
+                    response.summary(),
                     show(&bytes)
-                )))
+                )));
             }
         }
     } else if client.closed_already() {
@@ -385,6 +403,9 @@ fn check_framing(
     let name = server.chapter.name;
     match (response.header_count("server"), response.header("server")) {
         (1, Some(value)) if value == name => {}
+        (0, _) => {
+            return Err(format!("it has no Server header (every response says `Server: {name}`)"))
+        }
         (count, value) => {
             return Err(format!("its Server header is {value:?} ({count} of them), not {name:?}"))
         }

@@ -1,7 +1,6 @@
 //! Probes for the demo application's routes and statuses: every row of the contract's
 //! route table, `HEAD`, 404, 405 and 501. Every chapter must pass all of them.
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -13,7 +12,7 @@ use super::{
 };
 use crate::client::{ReadError, Response};
 use crate::manifest::{self, Capability, Expect};
-use crate::server::{Options, Server};
+use crate::server::{args_text, Options, ProcessGroup, Program, Server, Spawned};
 use crate::site::{self, first_difference};
 use crate::upstream::{self, Upstream};
 
@@ -45,10 +44,10 @@ pub fn index_page(target: &Target) -> Probed {
 /// The command line's promises: `--help` is exit 0, a bad flag exit 2 with the usage on
 /// stderr, a port in use exit 1 with a one-line error (not a panic).
 pub fn command_line(target: &Target) -> Probed {
-    let Launch::Start { binary } = &target.launch else {
+    let Launch::Start { program } = &target.launch else {
         return Err(Stop::Skipped(super::NEEDS_OWN_SERVER));
     };
-    let help = run_to_end(binary, &["--help"])?;
+    let help = run_to_end(program, &["--help"])?;
     check!(
         help.code == Some(0) && help.stdout.contains("usage"),
         "--help: exit {:?}, stdout {:?}; expected exit 0 and the usage",
@@ -56,7 +55,7 @@ pub fn command_line(target: &Target) -> Probed {
         help.stdout
     );
     for bad in [&["--bogus"][..], &["--port", "seventy"], &["--port"]] {
-        let run = run_to_end(binary, bad)?;
+        let run = run_to_end(program, bad)?;
         check!(
             run.code == Some(2) && run.stderr.contains("usage") && !run.stderr.contains("panicked"),
             "{}: exit {:?}, stderr {:?}; expected exit 2 with an error and the usage",
@@ -67,7 +66,14 @@ pub fn command_line(target: &Target) -> Probed {
     }
     let server = target.server()?;
     let port = server.address.port().to_string();
-    let taken = run_to_end(binary, &["--host", "127.0.0.1", "--port", &port])?;
+    let in_use = |stop| match stop {
+        Stop::Broken(what) => broken(format!(
+            "{what}, though another server listens on port {port}: expected exit 1 and a \
+             one-line error"
+        )),
+        skipped => skipped,
+    };
+    let taken = run_to_end(program, &["--host", "127.0.0.1", "--port", &port]).map_err(in_use)?;
     check!(
         taken.code == Some(1)
             && !taken.stderr.contains("panicked")
@@ -88,32 +94,34 @@ struct Ended {
 
 /// Runs the chapter's program with `args` and waits (a few seconds at most) for it to
 /// end by itself, as `--help` and bad flags must.
-fn run_to_end(binary: &Path, args: &[&str]) -> Result<Ended, Stop> {
-    let mut child = Command::new(binary)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|error| broken(format!("cannot run {}: {error}", binary.display())))?;
+fn run_to_end(program: &Program, args: &[&str]) -> Result<Ended, Stop> {
+    let args: Vec<_> = args.iter().map(|arg| arg.into()).collect();
+    // "`--port 8080`" for ours, "`python3 my_server.py --port 8080`" for a reader's.
+    let shown = program.typed(&args).unwrap_or_else(|| format!("`{}`", args_text(&args)));
+    let mut command = program.command(&args, None);
+    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let Spawned { mut child, group } = ProcessGroup::spawn(&mut command, program)
+        .map_err(|error| broken(format!("cannot run {shown}: {error}")))?;
     let deadline = Instant::now() + super::PATIENCE;
     while child.try_wait().ok().flatten().is_none() {
         if Instant::now() >= deadline {
+            drop(group);
             let _ = child.kill();
             let _ = child.wait();
             return Err(broken(format!(
-                "`{}` was still running after {} s",
-                args.join(" "),
+                "{shown} was still running after {} s",
                 super::PATIENCE.as_secs()
             )));
         }
         // std has no "wait with a timeout", so we look again shortly.
         thread::sleep(Duration::from_millis(10));
     }
+    // Whatever a reader's command left running goes too, or it could hold the pipes open.
+    drop(group);
     // It has ended, so its pipes are closed and hold all it wrote.
     let output = child
         .wait_with_output()
-        .map_err(|error| broken(format!("reading what `{}` printed: {error}", args.join(" "))))?;
+        .map_err(|error| broken(format!("reading what {shown} printed: {error}")))?;
     Ok(Ended {
         code: output.status.code(),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -169,7 +177,11 @@ pub fn sleep_route(target: &Target) -> Probed {
         );
     }
     for bad in ["abc", "-1", "10001", "1.5", "", "99999999999999999999999"] {
-        let response = exchange(&server, &get(&format!("/sleep?ms={bad}")))?;
+        let response =
+            exchange(&server, &get(&format!("/sleep?ms={bad}"))).map_err(|stop| match stop {
+                Stop::Broken(what) => broken(format!("{what} (expected a 400: ms is 0..=10000)")),
+                skipped => skipped,
+            })?;
         expect_status(&response, &[400], &format!("GET /sleep?ms={bad}"))?;
     }
     let response = exchange(&server, &get("/sleep"))?;
@@ -655,7 +667,7 @@ fn endless_head(server: &Server, upstream: &Upstream) -> Result<(), Stop> {
     if manifest::expectation(Capability::SleepAndUpstream, server.chapter) == Expect::Yes {
         check!(
             upstream.wait_for_request(PATIENCE).is_some(),
-            "{what}: the chapter never asked the upstream"
+            "{what}: the server never sent the upstream (its --upstream) a request"
         );
         if let Meanwhile::Waiting { .. } = hello_meanwhile(server)? {
             return Err(broken(format!(

@@ -1,0 +1,115 @@
+use super::*;
+use crate::scenario::{requests, Seen};
+
+fn args(text: &str) -> Vec<String> {
+    text.split_whitespace().map(String::from).collect()
+}
+
+#[test]
+fn the_command_line_picks_chapters_and_a_folder() {
+    let asked = arguments(args("--chapter 4 --chapter 1 --chapter 4 --out /tmp/x --keep-trace"));
+    let asked = asked.unwrap().unwrap();
+    let numbers: Vec<u8> = asked.chapters.iter().map(|chapter| chapter.number).collect();
+    assert_eq!(numbers, [1, 4]);
+    assert_eq!(asked.out, PathBuf::from("/tmp/x"));
+    assert!(asked.keep_trace);
+
+    // No chapter named: every chapter there is.
+    let every = arguments(Vec::new()).unwrap().unwrap();
+    let present = CHAPTERS.iter().filter(|chapter| chapter.is_present()).count();
+    assert_eq!(every.chapters.len(), present);
+    assert!(every.out.ends_with("book/src/generated"));
+    assert_eq!(arguments(args("--all")).unwrap().unwrap().chapters.len(), present);
+
+    assert_eq!(arguments(args("--help")), Ok(None));
+    assert!(arguments(args("--chapter 99")).is_err());
+    assert!(arguments(args("--chapter")).is_err());
+    assert!(arguments(args("--colour")).is_err());
+}
+
+/// A run whose clients all got their answers, with `trace` as the server's trace.
+fn run_with(trace: &str) -> Run {
+    let [a, b, c] = requests();
+    let seen = |request, port, connected, answered| Seen {
+        request,
+        local: format!("127.0.0.1:{port}"),
+        connected,
+        answered: Some((answered, 200)),
+        error: None,
+    };
+    Run {
+        trace: trace.to_string(),
+        clients: vec![seen(a, 1, 0.5, 300.5), seen(b, 2, 50.5, 51.0), seen(c, 3, 100.5, 500.9)],
+        extra_flags: Vec::new(),
+        read_at: 800.0,
+    }
+}
+
+#[test]
+fn the_trace_is_put_on_the_clients_clock_by_as_accept() {
+    let run = run_with(
+        "[  1000.000 ms] poll: waiting on 2 fds, timeout None
+[  1100.000 ms] accept: client 127.0.0.1:1 (fd 6)
+[  1150.000 ms] accept: client 127.0.0.1:2 (fd 7)
+[  1200.000 ms] accept: client 127.0.0.1:3 (fd 8)
+[  1210.000 ms] poll: waiting on 5 fds, timeout None
+",
+    );
+    let timeline = align(&run).unwrap();
+    // A connected at 0.5 ms on the clients' clock, and was accepted at 1100 on the trace's.
+    let accepted: Vec<f64> = timeline.connections.iter().map(|c| c.accepted).collect();
+    assert_eq!(accepted, [0.5, 50.5, 100.5]);
+    let loop_lane = &timeline.loops[0].spans;
+    assert_eq!(loop_lane[0].start, -99.5);
+    // The last state lasts until the trace was read.
+    assert_eq!(loop_lane.last().map(|span| span.end), Some(800.0));
+}
+
+#[test]
+fn a_trace_that_lost_a_client_or_a_client_without_an_answer_is_an_error() {
+    let run = run_with("[ 1.000 ms] accept: client 127.0.0.1:1 (fd 6)\n");
+    let error = align(&run).unwrap_err();
+    assert!(error.contains("never accepts B (127.0.0.1:2)"), "{error}");
+
+    let mut run = run_with("[ 1.000 ms] poll: waiting on 1 fds, timeout None\n");
+    run.clients[2].answered = None;
+    run.clients[2].error = Some("no answer: the server closed the connection".into());
+    let error = align(&run).unwrap_err();
+    assert!(error.starts_with("client C: no answer"), "{error}");
+}
+
+/// The real thing, once: chapter 4, run with the scenario, drawn. About a second once the
+/// chapter is built (the suite's tests build it into the same folder).
+#[test]
+fn chapter_4_runs_and_draws_the_disk_blocking_its_loop() {
+    let chapter = chapters::chapter(4).expect("chapter 4");
+    let binary = chapter.binary(&build_dir()).expect("chapter 4 builds");
+    let run = scenario::run(chapter, &binary).expect("the scenario runs");
+    let timeline = align(&run).unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(timeline.loops.len(), 1);
+    assert!(timeline.workers.is_empty());
+    let blocked: Vec<&lanes::Span> = timeline.loops[0]
+        .spans
+        .iter()
+        .filter(|span| matches!(span.activity, lanes::Activity::Blocked(_)))
+        .collect();
+    assert_eq!(blocked.len(), 2, "C's open and read, on the loop: {blocked:?}");
+    let (disk_start, disk_end) = (blocked[0].start, blocked[1].end);
+    // Each connection was followed from accept to answer.
+    for (seen, connection) in run.clients.iter().zip(&timeline.connections) {
+        assert_eq!(connection.peer, seen.local);
+        assert!(connection.request_read.is_some() && connection.response_sent.is_some());
+    }
+    // A's timer (due at 300 ms) could only fire once the disk let go of the loop.
+    let a_sent = timeline.connections[0].response_sent.unwrap_or_default();
+    assert!(a_sent >= disk_end, "A answered at {a_sent}, the disk let go at {disk_end}");
+    assert!(disk_start < 300.0 && disk_end > 300.0, "{disk_start}..{disk_end}");
+    let svg = svg::draw(&svg::Picture {
+        name: chapter.name,
+        number: 4,
+        timeline: &timeline,
+        clients: &run.clients,
+        flags: &run.extra_flags,
+    });
+    assert!(svg.contains("held up"));
+}
