@@ -7,12 +7,13 @@
 //!
 //! ```text
 //! load [--connections N] [--threads T] [--duration SECS] [--requests N]
-//!      [--pipeline DEPTH] [--timeout SECS] http://127.0.0.1:PORT/PATH
+//!      [--pipeline DEPTH] [--body-size BYTES] [--timeout SECS] http://127.0.0.1:PORT/PATH
 //! ```
 //!
 //! What it does: opens N connections, spread over T threads (1 or 2: the machine it is
 //! written for has two cores, and the server under test needs one of them), and on each
-//! connection sends `GET PATH` (DEPTH copies at once when pipelining), reads the answers,
+//! connection sends `GET PATH` (or `POST PATH` with a body of BYTES, for `/echo`; DEPTH
+//! copies at once when pipelining), reads the answers,
 //! and sends again, until the time is up. At the end it prints one `key value` line per
 //! number (requests, requests per second, latency percentiles, errors by kind) on stdout,
 //! for people and for `bench` to read.
@@ -39,13 +40,14 @@ use std::time::{Duration, Instant};
 
 const USAGE: &str = "\
 usage: load [--connections N] [--threads T] [--duration SECS] [--requests N]
-            [--pipeline DEPTH] [--timeout SECS] http://HOST:PORT/PATH
+            [--pipeline DEPTH] [--body-size BYTES] [--timeout SECS] http://HOST:PORT/PATH
 
   --connections N   connections kept busy at once (default 10)
   --threads T       sweeping threads, 1 or 2 (default 1; never more than connections)
   --duration SECS   how long to run (default 5; with --requests, an upper bound)
   --requests N      stop after N responses in all (default: no limit)
   --pipeline DEPTH  requests sent at once on a connection before reading (default 1)
+  --body-size BYTES POST a body of this many bytes instead of GET (default 0: GET)
   --timeout SECS    a request unanswered this long is a timeout error (default 2)
 
 Prints `key value` lines: requests, requests_per_s, latency_p50_us, latency_p99_us,
@@ -72,6 +74,8 @@ struct Options {
     duration: Duration,
     requests: Option<u64>,
     pipeline: usize,
+    /// Bytes of body to `POST`; 0 sends `GET`.
+    body_size: usize,
     timeout: Duration,
 }
 
@@ -100,14 +104,12 @@ fn parse_args(args: &[String]) -> Result<Option<Options>, String> {
     let mut duration = 5.0f64;
     let mut requests = None;
     let mut pipeline = 1usize;
+    let mut body_size = 0usize;
     let mut timeout = 2.0f64;
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
-        let mut value = |name: &str| {
-            rest.next()
-                .cloned()
-                .ok_or_else(|| format!("{name} needs a value"))
-        };
+        let mut value =
+            |name: &str| rest.next().cloned().ok_or_else(|| format!("{name} needs a value"));
         match arg.as_str() {
             "--help" | "-h" => return Ok(None),
             "--connections" | "-c" => connections = number(&value(arg)?, arg)?,
@@ -115,6 +117,7 @@ fn parse_args(args: &[String]) -> Result<Option<Options>, String> {
             "--duration" | "-d" => duration = seconds(&value(arg)?, arg)?,
             "--requests" | "-n" => requests = Some(number(&value(arg)?, arg)?),
             "--pipeline" | "-p" => pipeline = number(&value(arg)?, arg)?,
+            "--body-size" | "-b" => body_size = number(&value(arg)?, arg)?,
             "--timeout" => timeout = seconds(&value(arg)?, arg)?,
             other if other.starts_with('-') => return Err(format!("unknown flag {other}")),
             other => url = Some(other.to_string()),
@@ -142,13 +145,13 @@ fn parse_args(args: &[String]) -> Result<Option<Options>, String> {
         duration: Duration::from_secs_f64(duration),
         requests,
         pipeline,
+        body_size,
         timeout: Duration::from_secs_f64(timeout),
     }))
 }
 
 fn number<T: std::str::FromStr>(text: &str, flag: &str) -> Result<T, String> {
-    text.parse()
-        .map_err(|_| format!("{flag}: not a whole number: {text}"))
+    text.parse().map_err(|_| format!("{flag}: not a whole number: {text}"))
 }
 
 fn seconds(text: &str, flag: &str) -> Result<f64, String> {
@@ -160,9 +163,7 @@ fn seconds(text: &str, flag: &str) -> Result<f64, String> {
 
 /// `http://127.0.0.1:8080/hello` -> (`127.0.0.1:8080`, `/hello`). Plain HTTP only.
 fn split_url(url: &str) -> Result<(&str, &str), String> {
-    let rest = url
-        .strip_prefix("http://")
-        .ok_or_else(|| format!("{url}: only http:// URLs"))?;
+    let rest = url.strip_prefix("http://").ok_or_else(|| format!("{url}: only http:// URLs"))?;
     Ok(match rest.find('/') {
         Some(slash) => (&rest[..slash], &rest[slash..]),
         None => (rest, "/"),
@@ -215,10 +216,21 @@ impl Totals {
 
 fn run(options: &Options) -> Totals {
     // One request, written out once; a pipelined batch is DEPTH copies of it back to back.
-    let request = format!(
-        "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: workbook-load\r\n\r\n",
-        options.path, options.host_header
-    );
+    let request = if options.body_size == 0 {
+        format!(
+            "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: workbook-load\r\n\r\n",
+            options.path, options.host_header
+        )
+    } else {
+        format!(
+            "POST {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: workbook-load\r\n\
+             Content-Length: {}\r\n\r\n{}",
+            options.path,
+            options.host_header,
+            options.body_size,
+            "x".repeat(options.body_size)
+        )
+    };
     let batch = request.repeat(options.pipeline).into_bytes();
     let deadline = Instant::now() + options.duration;
 
@@ -233,9 +245,7 @@ fn run(options: &Options) -> Totals {
         let budget = options.requests.map(share);
         let options = options.clone();
         let batch = batch.clone();
-        workers.push(thread::spawn(move || {
-            sweep(&options, connections, budget, &batch, deadline)
-        }));
+        workers.push(thread::spawn(move || sweep(&options, connections, budget, &batch, deadline)));
     }
     let mut totals = Totals::default();
     for worker in workers {
@@ -294,9 +304,8 @@ fn sweep(
     options: &Options, count: usize, budget: Option<u64>, batch: &[u8], deadline: Instant,
 ) -> Totals {
     let mut totals = Totals::default();
-    let mut connections: Vec<Connection> = (0..count)
-        .map(|_| Connection::new(Instant::now()))
-        .collect();
+    let mut connections: Vec<Connection> =
+        (0..count).map(|_| Connection::new(Instant::now())).collect();
     // Requests sent so far, so a budget is never overshot.
     let mut sent: u64 = 0;
     let mut chunk = vec![0u8; 64 * 1024];
@@ -448,20 +457,18 @@ fn step(
         let sent_at = connection.sent_at;
         let mut answered = 0usize;
         let mut close = false;
-        let result = connection
-            .reader
-            .feed(&chunk[..count], |status, wants_close| {
-                let micros = sent_at.elapsed().as_micros().min(u128::from(u32::MAX)) as u32;
-                totals.latencies_us.push(micros);
-                totals.requests += 1;
-                if !(200..400).contains(&status) {
-                    totals.errors_status += 1;
-                }
-                answered += 1;
-                close = wants_close;
-                // After `Connection: close`, whatever follows is not ours to read.
-                !wants_close
-            });
+        let result = connection.reader.feed(&chunk[..count], |status, wants_close| {
+            let micros = sent_at.elapsed().as_micros().min(u128::from(u32::MAX)) as u32;
+            totals.latencies_us.push(micros);
+            totals.requests += 1;
+            if !(200..400).contains(&status) {
+                totals.errors_status += 1;
+            }
+            answered += 1;
+            close = wants_close;
+            // After `Connection: close`, whatever follows is not ours to read.
+            !wants_close
+        });
         connection.pending = connection.pending.saturating_sub(answered);
         if result.is_err() {
             totals.errors_malformed += 1;
@@ -500,25 +507,36 @@ fn open(address: SocketAddr, wait: Duration) -> io::Result<TcpStream> {
 }
 
 // ANCHOR: reader
-/// Splits a stream of bytes into HTTP/1.1 responses, using `Content-Length` (which every
-/// server here sends). The body is counted, not kept: an 8 MiB file costs no memory.
+/// Splits a stream of bytes into HTTP/1.1 responses, by `Content-Length` (which every
+/// chapter sends) or chunked (nginx's answer to `/echo`, whose length it does not know
+/// when it starts). The body is counted, not kept: an 8 MiB file costs no memory.
 struct ResponseReader {
-    /// The head received so far (bytes up to the blank line).
+    /// The head received so far (bytes up to the blank line), or a chunked body's line.
     head: Vec<u8>,
-    /// Body bytes still to come for the current response; `None` while reading a head.
-    body_left: Option<u64>,
+    part: Part,
     status: u16,
     close: bool,
 }
 
+/// Where in a response the reader is.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Part {
+    Head,
+    /// Bytes still to come: of a body with a `Content-Length`, or of a chunk and the CRLF
+    /// after it (`chunked`: then the next chunk's size line follows).
+    Bytes {
+        left: u64,
+        chunked: bool,
+    },
+    /// A chunked body: the line that says how long the next chunk is.
+    ChunkSize,
+    /// After the last (empty) chunk: trailer lines, up to an empty one.
+    Trailer,
+}
+
 impl ResponseReader {
     fn new() -> ResponseReader {
-        ResponseReader {
-            head: Vec::new(),
-            body_left: None,
-            status: 0,
-            close: false,
-        }
+        ResponseReader { head: Vec::new(), part: Part::Head, status: 0, close: false }
     }
 
     /// Takes the next bytes from the socket. Calls `done(status, close)` for each
@@ -527,13 +545,9 @@ impl ResponseReader {
         &mut self, mut data: &[u8], mut done: impl FnMut(u16, bool) -> bool,
     ) -> Result<(), &'static str> {
         while !data.is_empty() {
-            match self.body_left {
-                Some(left) => {
-                    let take = left.min(data.len() as u64);
-                    data = &data[take as usize..];
-                    self.body_left = Some(left - take);
-                }
-                None => {
+            let mut complete = false;
+            match self.part {
+                Part::Head => {
                     // Look for the blank line that ends the head, starting a little before
                     // the new bytes in case "\r\n\r\n" was split between two reads.
                     let old = self.head.len();
@@ -551,37 +565,84 @@ impl ResponseReader {
                     self.head.clear();
                     self.status = status;
                     self.close = close;
-                    self.body_left = Some(length);
+                    self.part = match length {
+                        Some(0) => {
+                            complete = true;
+                            Part::Head
+                        }
+                        Some(left) => Part::Bytes { left, chunked: false },
+                        None => Part::ChunkSize,
+                    };
+                }
+                Part::Bytes { left, chunked } => {
+                    let take = left.min(data.len() as u64);
+                    data = &data[take as usize..];
+                    self.part = match (left - take, chunked) {
+                        (0, true) => Part::ChunkSize,
+                        (0, false) => {
+                            complete = true;
+                            Part::Head
+                        }
+                        (left, chunked) => Part::Bytes { left, chunked },
+                    };
+                }
+                Part::ChunkSize | Part::Trailer => {
+                    let Some(line) = self.line(&mut data)? else { return Ok(()) };
+                    if self.part == Part::Trailer {
+                        complete = line.is_empty();
+                        if complete {
+                            self.part = Part::Head;
+                        }
+                    } else {
+                        // `1a2b;extension`: hexadecimal, then anything after a ';'.
+                        let size = line.split(';').next().unwrap_or_default().trim();
+                        let size = u64::from_str_radix(size, 16).map_err(|_| "bad chunk size")?;
+                        self.part = match size {
+                            0 => Part::Trailer,
+                            size => Part::Bytes { left: size + 2, chunked: true },
+                        };
+                    }
                 }
             }
-            if self.body_left == Some(0) {
-                self.body_left = None;
-                if !done(self.status, self.close) {
-                    return Ok(());
-                }
+            if complete && !done(self.status, self.close) {
+                return Ok(());
             }
         }
         Ok(())
     }
+
+    /// One line of a chunked body (without its CRLF), or `None` until it has all arrived;
+    /// the bytes taken are removed from the front of `data`.
+    fn line(&mut self, data: &mut &[u8]) -> Result<Option<String>, &'static str> {
+        let Some(end) = data.iter().position(|&byte| byte == b'\n') else {
+            self.head.extend_from_slice(data);
+            *data = &[];
+            return if self.head.len() > MAX_HEAD { Err("chunk line too long") } else { Ok(None) };
+        };
+        self.head.extend_from_slice(&data[..end]);
+        *data = &data[end + 1..];
+        let line = String::from_utf8_lossy(&self.head).trim_end_matches('\r').to_string();
+        self.head.clear();
+        Ok(Some(line))
+    }
 }
 
-/// Reads the status, `Content-Length` and whether the server will close, from a head.
-fn parse_head(head: &[u8]) -> Result<(u16, u64, bool), &'static str> {
+/// Reads the status, the body's length (`None`: chunked) and whether the server will
+/// close, from a head.
+fn parse_head(head: &[u8]) -> Result<(u16, Option<u64>, bool), &'static str> {
     let text = std::str::from_utf8(head).map_err(|_| "response head is not UTF-8")?;
     let mut lines = text.split("\r\n");
     let status_line = lines.next().ok_or("empty response")?;
     let mut parts = status_line.splitn(3, ' ');
     let version = parts.next().unwrap_or_default();
-    let status: u16 = parts
-        .next()
-        .and_then(|code| code.parse().ok())
-        .ok_or("bad status line")?;
+    let status: u16 = parts.next().and_then(|code| code.parse().ok()).ok_or("bad status line")?;
     if !version.starts_with("HTTP/1.") {
         return Err("not an HTTP/1.x response");
     }
     // HTTP/1.0 closes unless it says otherwise; HTTP/1.1 keeps alive unless it says close.
     let mut close = version == "HTTP/1.0";
     let mut length = None;
+    let mut chunked = false;
     for line in lines.filter(|line| !line.is_empty()) {
         let (name, value) = line.split_once(':').ok_or("bad header line")?;
         let value = value.trim();
@@ -596,23 +657,22 @@ fn parse_head(head: &[u8]) -> Result<(u16, u64, bool), &'static str> {
                 }
             }
         } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            return Err("chunked responses are not supported");
+            chunked = value.to_ascii_lowercase().trim_end().ends_with("chunked");
         }
     }
-    // 204 and 304 have no body; everything else we meet here says how long it is.
-    let length = match (status, length) {
-        (204 | 304, _) => 0,
-        (_, Some(length)) => length,
-        (_, None) => return Err("response without Content-Length"),
-    };
-    Ok((status, length, close))
+    // 204 and 304 have no body; everything else we meet here says how long it is, or
+    // that it comes in chunks.
+    match (status, length, chunked) {
+        (204 | 304, _, _) => Ok((status, Some(0), close)),
+        (_, _, true) => Ok((status, None, close)),
+        (_, Some(length), false) => Ok((status, Some(length), close)),
+        (_, None, false) => Err("response without Content-Length"),
+    }
 }
 // ANCHOR_END: reader
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack
-        .windows(needle.len())
-        .position(|window| window == needle)
+    haystack.windows(needle.len()).position(|window| window == needle)
 }
 
 fn print_report(options: &Options, totals: &Totals, elapsed: Duration) {
@@ -626,27 +686,18 @@ fn print_report(options: &Options, totals: &Totals, elapsed: Duration) {
     };
     let lines: [(&str, String); 23] = [
         ("generator", "own".to_string()),
-        (
-            "url",
-            format!("http://{}{}", options.host_header, options.path),
-        ),
+        ("url", format!("http://{}{}", options.host_header, options.path)),
         ("connections", options.connections.to_string()),
         ("threads", options.threads.to_string()),
         ("pipeline", options.pipeline.to_string()),
         ("duration_s", format!("{seconds:.3}")),
         ("requests", totals.requests.to_string()),
-        (
-            "requests_per_s",
-            format!("{:.1}", totals.requests as f64 / seconds),
-        ),
+        ("requests_per_s", format!("{:.1}", totals.requests as f64 / seconds)),
         ("latency_mean_us", format!("{mean:.1}")),
         ("latency_p50_us", percentile(&latencies, 50.0).to_string()),
         ("latency_p90_us", percentile(&latencies, 90.0).to_string()),
         ("latency_p99_us", percentile(&latencies, 99.0).to_string()),
-        (
-            "latency_max_us",
-            latencies.last().copied().unwrap_or(0).to_string(),
-        ),
+        ("latency_max_us", latencies.last().copied().unwrap_or(0).to_string()),
         ("errors", totals.errors().to_string()),
         ("errors_connect", totals.errors_connect.to_string()),
         ("errors_read", totals.errors_read.to_string()),
@@ -719,8 +770,29 @@ mod tests {
         assert!(parse_head(b"SSH-2.0-OpenSSH\r\n\r\n").is_err());
         assert_eq!(
             parse_head(b"HTTP/1.0 404 Not Found\r\nContent-Length: 3\r\n\r\n"),
-            Ok((404, 3, true))
+            Ok((404, Some(3), true))
         );
+    }
+
+    #[test]
+    fn reader_follows_chunked_bodies_across_reads() {
+        let one = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\
+                    5\r\nhello\r\n10;x=y\r\n0123456789abcdef\r\n0\r\n\r\n";
+        let stream: Vec<u8> = one.repeat(3);
+        for size in [1, 2, 7, stream.len()] {
+            let mut reader = ResponseReader::new();
+            let mut seen = 0;
+            for piece in stream.chunks(size) {
+                reader
+                    .feed(piece, |_, _| {
+                        seen += 1;
+                        true
+                    })
+                    .expect("valid responses");
+            }
+            assert_eq!(seen, 3, "in pieces of {size}");
+            assert_eq!(reader.part, Part::Head);
+        }
     }
 
     #[test]

@@ -47,16 +47,11 @@ pub fn count(
 fn run(
     valgrind: &Path, load_program: &Path, target: &Target, site: &Site, requests: u64,
 ) -> Result<(u64, u64), String> {
-    let log = site
-        .scratch
-        .join(format!("dhat-{}-{requests}.log", target.name));
+    let log = site.scratch.join(format!("dhat-{}-{requests}.log", target.name));
     let wrapper = [
         valgrind.display().to_string(),
         "--tool=dhat".to_string(),
-        format!(
-            "--dhat-out-file={}",
-            site.scratch.join("dhat.json").display()
-        ),
+        format!("--dhat-out-file={}", site.scratch.join("dhat.json").display()),
         format!("--log-file={}", log.display()),
     ];
     let mut server = target.start_under(site, &wrapper)?;
@@ -76,19 +71,9 @@ fn run(
             answered.requests, answered.errors
         ));
     }
-    server
-        .guard
-        .signal("TERM")
-        .map_err(|error| format!("cannot stop {}: {error}", target.name))?;
-    if server
-        .guard
-        .wait_for_exit(Duration::from_secs(20))
-        .is_none()
-    {
-        return Err(format!(
-            "{} did not exit on SIGTERM within 20 s",
-            target.name
-        ));
+    server.guard.signal("TERM").map_err(|error| format!("cannot stop {}: {error}", target.name))?;
+    if server.guard.wait_for_exit(Duration::from_secs(20)).is_none() {
+        return Err(format!("{} did not exit on SIGTERM within 20 s", target.name));
     }
     let text = fs::read_to_string(&log).map_err(|error| format!("no DHAT log: {error}"))?;
     parse_total(&text).ok_or_else(|| "no \"Total:\" line in the DHAT log".into())

@@ -32,6 +32,8 @@ pub enum Generator {
 #[derive(Clone, Debug)]
 pub struct Load {
     pub path: String,
+    /// Bytes of request body: 0 is `GET`, more is a `POST` with that many bytes.
+    pub body: usize,
     pub connections: usize,
     /// Requests sent at once on a connection before reading the answers (1: none).
     pub pipeline: usize,
@@ -75,9 +77,7 @@ impl Generator {
         let seconds = load.duration.as_secs_f64().ceil().max(1.0) as u64;
         let limit = Duration::from_secs(seconds + 15);
         match self {
-            Generator::Wrk {
-                program, scripts, ..
-            } => {
+            Generator::Wrk { program, scripts, .. } => {
                 let mut command = Command::new(program);
                 command.args([
                     "--threads".to_string(),
@@ -90,8 +90,8 @@ impl Generator {
                     format!("{REQUEST_TIMEOUT_SECS}s"),
                     "--latency".to_string(),
                 ]);
-                if load.pipeline > 1 {
-                    command.arg("--script").arg(pipeline_script(scripts, load)?);
+                if load.pipeline > 1 || load.body > 0 {
+                    command.arg("--script").arg(request_script(scripts, load)?);
                 }
                 command.arg(&url);
                 let output = run_bounded(&mut command, limit)
@@ -100,10 +100,7 @@ impl Generator {
                     return Err("wrk did not finish in time".into());
                 }
                 parse_wrk(&output.stdout).ok_or_else(|| {
-                    format!(
-                        "could not read wrk's output: {}{}",
-                        output.stdout, output.stderr
-                    )
+                    format!("could not read wrk's output: {}{}", output.stdout, output.stderr)
                 })
             }
             Generator::Own { program } => {
@@ -112,6 +109,7 @@ impl Generator {
                     .args(["--threads", "1"])
                     .args(["--connections", &load.connections.to_string()])
                     .args(["--pipeline", &load.pipeline.to_string()])
+                    .args(["--body-size", &load.body.to_string()])
                     .args(["--duration", &seconds.to_string()])
                     .args(["--timeout", &REQUEST_TIMEOUT_SECS.to_string()])
                     .arg(&url);
@@ -121,26 +119,30 @@ impl Generator {
                     return Err("load did not finish in time".into());
                 }
                 parse_own(&output.stdout).ok_or_else(|| {
-                    format!(
-                        "could not read load's output: {}{}",
-                        output.stdout, output.stderr
-                    )
+                    format!("could not read load's output: {}{}", output.stdout, output.stderr)
                 })
             }
         }
     }
 }
 
-// ANCHOR: pipeline_script
-/// `wrk` pipelines through a Lua script: the "request" it sends is DEPTH requests glued
-/// together, and it counts each response as it arrives.
-fn pipeline_script(folder: &std::path::Path, load: &Load) -> Result<PathBuf, String> {
-    let path = folder.join(format!("pipeline-{}.lua", load.pipeline));
+// ANCHOR: request_script
+/// `wrk` pipelines and posts through a Lua script: the "request" it sends is DEPTH
+/// requests glued together, and it counts each response as it arrives. (`wrk.format`
+/// adds the `Content-Length` of a body.)
+fn request_script(folder: &std::path::Path, load: &Load) -> Result<PathBuf, String> {
+    let (method, body) = if load.body > 0 {
+        ("POST", format!("string.rep(\"x\", {})", load.body))
+    } else {
+        ("GET", "nil".to_string())
+    };
+    let path = folder.join(format!("{method}-{}-{}.lua", load.pipeline, load.body));
     let script = format!(
-        "-- Written by the workbook's benchmark harness: {depth} pipelined GETs per batch.
+        "-- Written by the workbook's benchmark harness: {depth} pipelined {method}s per batch.
 init = function(args)
+  local body = {body}
   local batch = {{}}
-  for i = 1, {depth} do batch[i] = wrk.format(\"GET\", \"{path}\") end
+  for i = 1, {depth} do batch[i] = wrk.format(\"{method}\", \"{path}\", nil, body) end
   pipelined = table.concat(batch)
 end
 request = function() return pipelined end
@@ -152,7 +154,7 @@ request = function() return pipelined end
         .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
     Ok(path)
 }
-// ANCHOR_END: pipeline_script
+// ANCHOR_END: request_script
 
 /// Reads `wrk --latency` output:
 ///

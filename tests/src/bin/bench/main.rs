@@ -7,30 +7,41 @@
 //! ```
 //!
 //! It builds the chapters in release mode, then applies the same loads to each of them and
-//! to nginx (one worker process, as single-threaded as our chapters), one server at a time,
-//! on 127.0.0.1 only: keep-alive `/hello` at 1, 50 and 500 connections, 16 pipelined
-//! requests, an 8 MiB file, and `/hello` while 0 to 10,000 idle connections are open.
-//! Then it counts system calls per request (`strace`) and heap allocations per request
+//! to nginx (one worker process, as single-threaded as our chapters, and two workers, the
+//! peer for chapter 9's two loops), one server at a time, on 127.0.0.1 only: keep-alive
+//! `/hello` at 1, 50 and 500 connections, 16 pipelined requests, an 8 MiB and a 64 KiB
+//! file, 16 pipelined 64 KiB echoes, and `/hello` while 0 to 10,000 idle connections are
+//! open.
+//! Around every run it reads the server's CPU time, for the CPU each request cost. Then it
+//! counts system calls per request (`strace`) and heap allocations per request
 //! (`valgrind --tool=dhat`) where those tools are installed. It prints a Markdown report
 //! and writes it, with an SVG chart, to the book's `generated/` folder.
 //!
-//! The pieces, one file each: `targets` (building and starting servers), `generator`
-//! (`wrk` or our own `load`), `scenarios` (what to measure, one round at a time), `probes`
-//! (bounded checks and idle connections), `syscalls`, `allocations`, `report` (the tables)
-//! and `chart` (the SVG). `process` makes sure no child outlives the harness.
+//! The pieces, one file each: `options` (the command line), `targets` and `nginx`
+//! (building and starting servers), `generator` (`wrk` or our own `load`), `scenarios`
+//! (what to measure, one round at a time), `probes` (bounded checks and idle
+//! connections), `cpu`, `syscalls`, `allocations`, `summary` (rounds to medians), `report`
+//! (the tables, with `text` for the numbers in them), and `chart` and `panels` (the SVG).
+//! `process` makes sure no child outlives the harness.
 //!
-//! Bounded in time: a full run takes under ten minutes, `--quick` about two; every wait
+//! Bounded in time: a full run takes about ten minutes, `--quick` about four; every wait
 //! has a deadline, and a chapter that cannot serve a scenario is reported as blocked.
 
 mod allocations;
 mod chart;
+mod cpu;
 mod generator;
+mod nginx;
+mod options;
+mod panels;
 mod probes;
 mod process;
 mod report;
 mod scenarios;
+mod summary;
 mod syscalls;
 mod targets;
+mod text;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -38,28 +49,12 @@ use std::process::{exit, Command};
 use std::time::{Duration, Instant};
 
 use generator::{Generator, Load};
+use options::{parse_args, Choice, Options, USAGE};
 use process::{find_program, run_bounded, TempDir};
-use report::{human_duration, latency_text, rate_text, Run, ScenarioResult};
+use report::{Run, ScenarioResult};
 use scenarios::{Outcome, Scenario, SCENARIOS};
 use targets::{Site, Target};
-
-const USAGE: &str = "\
-usage: bench [--quick] [--chapters 1,2,3] [--out DIR | --no-write]
-             [--generator auto|wrk|own] [--no-nginx] [--scenarios ID,ID,...]
-             [--rounds N] [--seconds N] [--no-syscalls] [--no-allocations]
-
-  --quick            one round of 1 s per scenario and server (about 2 minutes)
-  --chapters LIST    which chapters, by number (default: every folder in chapters/)
-  --out DIR          where to write bench.md and bench.svg (default: book/src/generated)
-  --no-write         only print the report
-  --generator G      wrk (default when installed) or own (tests/src/bin/load.rs)
-  --no-nginx         do not run nginx as the peer
-  --scenarios LIST   only these scenarios: keep-alive-1, keep-alive-50, keep-alive-500,
-                     pipelined-16, file-8mib, idle-0, idle-1k, idle-5k, idle-10k
-  --rounds N         rounds per scenario (default 3, or 2 if 3 do not fit; --quick: 1)
-  --seconds N        seconds per round (default: what fits in ten minutes, at most 3)
-  --no-syscalls      skip counting system calls with strace
-  --no-allocations   skip counting heap allocations with valgrind";
+use text::{cpu_text, human_duration, latency_text, rate_text};
 
 /// The full run's budget for the scenarios, leaving room for strace, valgrind and builds.
 const SCENARIO_BUDGET_SECS: f64 = 420.0;
@@ -67,28 +62,6 @@ const SCENARIO_BUDGET_SECS: f64 = 420.0;
 const ROUND_OVERHEAD_SECS: f64 = 0.8;
 /// Requests per DHAT run; the difference is what is divided.
 const ALLOCATION_REQUESTS: (u64, u64) = (500, 2500);
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Choice {
-    Auto,
-    Wrk,
-    Own,
-}
-
-#[derive(Debug)]
-struct Options {
-    quick: bool,
-    chapters: Option<Vec<u32>>,
-    out: Option<PathBuf>,
-    write: bool,
-    generator: Choice,
-    nginx: bool,
-    scenarios: Option<Vec<String>>,
-    rounds: Option<usize>,
-    seconds: Option<u64>,
-    syscalls: bool,
-    allocations: bool,
-}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -109,90 +82,20 @@ fn main() {
     }
 }
 
-fn parse_args(args: &[String]) -> Result<Option<Options>, String> {
-    let mut options = Options {
-        quick: false,
-        chapters: None,
-        out: None,
-        write: true,
-        generator: Choice::Auto,
-        nginx: true,
-        scenarios: None,
-        rounds: None,
-        seconds: None,
-        syscalls: true,
-        allocations: true,
-    };
-    let mut rest = args.iter();
-    while let Some(flag) = rest.next() {
-        let mut value = || {
-            rest.next()
-                .cloned()
-                .ok_or_else(|| format!("{flag} needs a value"))
-        };
-        match flag.as_str() {
-            "--help" | "-h" => return Ok(None),
-            "--quick" => options.quick = true,
-            "--chapters" => {
-                let list = value()?;
-                let numbers = list
-                    .split(',')
-                    .map(|n| n.trim().parse::<u32>())
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|_| format!("--chapters {list}: expected numbers like 1,2,3"))?;
-                options.chapters = Some(numbers);
-            }
-            "--out" => options.out = Some(PathBuf::from(value()?)),
-            "--no-write" => options.write = false,
-            "--generator" => {
-                options.generator = match value()?.as_str() {
-                    "auto" => Choice::Auto,
-                    "wrk" => Choice::Wrk,
-                    "own" => Choice::Own,
-                    other => return Err(format!("--generator {other}: expected wrk or own")),
-                }
-            }
-            "--no-nginx" => options.nginx = false,
-            "--scenarios" => {
-                let list: Vec<String> = value()?.split(',').map(str::to_string).collect();
-                for id in &list {
-                    if !SCENARIOS.iter().any(|scenario| scenario.id == id) {
-                        return Err(format!("no scenario {id}"));
-                    }
-                }
-                options.scenarios = Some(list);
-            }
-            "--rounds" => {
-                let rounds = value()?;
-                options.rounds = Some(
-                    rounds
-                        .parse()
-                        .ok()
-                        .filter(|&n| n > 0)
-                        .ok_or_else(|| format!("--rounds {rounds}: expected 1 or more"))?,
-                )
-            }
-            "--seconds" => {
-                let seconds = value()?;
-                options.seconds = Some(
-                    seconds
-                        .parse()
-                        .ok()
-                        .filter(|&n| (1..=60).contains(&n))
-                        .ok_or_else(|| format!("--seconds {seconds}: expected 1 to 60"))?,
-                )
-            }
-            "--no-syscalls" => options.syscalls = false,
-            "--no-allocations" => options.allocations = false,
-            other => return Err(format!("unknown flag {other}")),
-        }
-    }
-    Ok(Some(options))
-}
-
 fn run(options: &Options, args: &[String]) -> Result<(), String> {
     let started = Instant::now();
-    let load_before = report::load_average();
+    let load_before = text::load_average();
+    // Every number here assumes the machine has nothing else to do.
+    if let Some(busy) =
+        load_before.split_whitespace().next().and_then(|one| one.parse::<f64>().ok())
+    {
+        if busy >= 1.0 {
+            eprintln!(
+                "bench: warning: load average {busy} before the run: other work on this \
+                 machine will skew the numbers"
+            );
+        }
+    }
     let workspace = find_workspace()?;
 
     // 1. Build what we measure. A chapter that does not build (one being written, say) is
@@ -202,10 +105,7 @@ fn run(options: &Options, args: &[String]) -> Result<(), String> {
     if let Some(numbers) = &options.chapters {
         for number in numbers {
             if !chapters.iter().any(|(n, _)| n == number) {
-                skipped.push((
-                    format!("chapter {number}"),
-                    "no such folder in chapters/".into(),
-                ));
+                skipped.push((format!("chapter {number}"), "no such folder in chapters/".into()));
             }
         }
         chapters.retain(|(number, _)| numbers.contains(number));
@@ -214,7 +114,7 @@ fn run(options: &Options, args: &[String]) -> Result<(), String> {
     for (_, package) in &chapters {
         eprintln!("bench: building {package} (release)");
         match Target::chapter(&workspace, package) {
-            Ok(target) => servers.push(target),
+            Ok(targets) => servers.extend(targets),
             Err(why) => {
                 eprintln!("bench: leaving out {package}: {why}");
                 skipped.push((package.clone(), why));
@@ -241,16 +141,13 @@ fn run(options: &Options, args: &[String]) -> Result<(), String> {
 
     // 2. Every server must answer `/hello` before it is measured. A chapter that is still a
     //    placeholder exits at once: it is named in the report instead.
-    let mut peer = None;
+    let mut nginx_version = None;
     if options.nginx {
         match find_program("nginx") {
             Some(program) => {
-                let version = tool_version(&program, "-v");
-                servers.push(Target::nginx(program));
-                peer = Some(format!(
-                    "{version}, one process serving (`master_process off`, \
-                     `worker_processes 1`), access log off, `sendfile on`"
-                ));
+                nginx_version = Some(tool_version(&program, "-v"));
+                servers.push(Target::nginx(program.clone(), 1));
+                servers.push(Target::nginx(program, 2));
             }
             None => eprintln!("bench: nginx is not installed; measuring the chapters alone"),
         }
@@ -266,29 +163,31 @@ fn run(options: &Options, args: &[String]) -> Result<(), String> {
     if !servers.iter().any(|server| !server.is_nginx()) {
         return Err("no chapter could be started; nothing to measure".into());
     }
-    if !servers.iter().any(Target::is_nginx) {
-        peer = None;
-    }
-    let nginx = servers.iter().position(Target::is_nginx);
+    let peer = nginx_version.filter(|_| servers.iter().any(Target::is_nginx)).map(|version| {
+        nginx::describe(
+            &version,
+            &servers.iter().filter(|server| server.is_nginx()).collect::<Vec<_>>(),
+        )
+    });
+    // Each server is compared with the nginx that has as many workers as it has loops.
+    let peers: Vec<Option<usize>> = servers
+        .iter()
+        .map(|server| {
+            servers.iter().position(|other| other.is_nginx() && other.loops == server.loops)
+        })
+        .collect();
     let generator = choose_generator(options.generator, &load_program, &site)?;
 
     // 3. The plan: how many rounds of how long fit the time budget.
     let scenarios: Vec<&'static Scenario> = SCENARIOS
         .iter()
         .filter(|scenario| {
-            options
-                .scenarios
-                .as_ref()
-                .is_none_or(|ids| ids.iter().any(|id| id == scenario.id))
+            options.scenarios.as_ref().is_none_or(|ids| ids.iter().any(|id| id == scenario.id))
         })
         .collect();
     let (rounds, seconds) = plan(options, scenarios.len() * servers.len());
     let runs = scenarios.len() * rounds * servers.len();
-    let most_idle = scenarios
-        .iter()
-        .map(|scenario| scenario.idle)
-        .max()
-        .unwrap_or(0);
+    let most_idle = scenarios.iter().map(|scenario| scenario.idle).max().unwrap_or(0);
     if let Some(soft) = suite::resources::own_descriptor_limits().map(|limits| limits.soft) {
         // Ours: the idle connections, the generator's, and a few to spare.
         if soft < most_idle as u64 + 100 {
@@ -329,7 +228,7 @@ fn run(options: &Options, args: &[String]) -> Result<(), String> {
                     Duration::from_secs(seconds),
                 );
                 eprintln!(
-                    "[{done:>3}/{runs}] {:<14} {:<16} round {round}/{rounds}: {}",
+                    "[{done:>3}/{runs}] {:<18} {:<18} round {round}/{rounds}: {}",
                     scenario.id,
                     server.name,
                     describe(&outcome)
@@ -337,10 +236,7 @@ fn run(options: &Options, args: &[String]) -> Result<(), String> {
                 outcomes[index].push(outcome);
             }
         }
-        results.push(ScenarioResult {
-            scenario,
-            cells: report::summarize(&outcomes, nginx),
-        });
+        results.push(ScenarioResult { scenario, cells: summary::summarize(&outcomes, &peers) });
     }
     // ANCHOR_END: rounds
 
@@ -351,6 +247,7 @@ fn run(options: &Options, args: &[String]) -> Result<(), String> {
     if let Some(strace) = &strace {
         let load = Load {
             path: "/hello".into(),
+            body: 0,
             connections: 50,
             pipeline: 1,
             duration: Duration::from_secs(window),
@@ -359,12 +256,12 @@ fn run(options: &Options, args: &[String]) -> Result<(), String> {
             let count = syscalls::count(strace, server, &site, &generator, &load);
             match &count {
                 Ok(count) => eprintln!(
-                    "bench: {:<16} {:.2} system calls per request ({} requests traced)",
+                    "bench: {:<18} {:.2} system calls per request ({} requests traced)",
                     server.name,
                     count.per_request(),
                     count.requests
                 ),
-                Err(why) => eprintln!("bench: {:<16} syscalls not counted: {why}", server.name),
+                Err(why) => eprintln!("bench: {:<18} syscalls not counted: {why}", server.name),
             }
             syscall_counts.push((server.name.clone(), count));
         }
@@ -382,11 +279,12 @@ fn run(options: &Options, args: &[String]) -> Result<(), String> {
                 allocations::count(valgrind, &load_program, server, &site, ALLOCATION_REQUESTS);
             match &count {
                 Ok(count) => eprintln!(
-                    "bench: {:<16} {:.2} heap allocations per /hello request",
-                    server.name, count.blocks_per_request
+                    "bench: {:<18} {} heap allocations per /hello request",
+                    server.name,
+                    text::per_request_text(count.blocks_per_request, 2)
                 ),
                 Err(why) => {
-                    eprintln!("bench: {:<16} allocations not counted: {why}", server.name)
+                    eprintln!("bench: {:<18} allocations not counted: {why}", server.name)
                 }
             }
             allocation_counts.push((server.name.clone(), count));
@@ -409,11 +307,10 @@ fn run(options: &Options, args: &[String]) -> Result<(), String> {
         seconds,
         runtime: started.elapsed(),
         load_before,
+        load_after: text::load_average(),
         servers: servers.iter().map(|server| server.name.clone()).collect(),
         scenarios: results,
-        syscall_window: strace
-            .is_some()
-            .then(|| ("keep-alive-50".to_string(), window)),
+        syscall_window: strace.is_some().then(|| ("keep-alive-50".to_string(), window)),
         syscalls: syscall_counts,
         allocation_requests: ALLOCATION_REQUESTS,
         allocations: allocation_counts,
@@ -422,10 +319,7 @@ fn run(options: &Options, args: &[String]) -> Result<(), String> {
     let page = report::markdown(&run);
     println!("{page}");
     if options.write {
-        let folder = options
-            .out
-            .clone()
-            .unwrap_or_else(|| workspace.join("book/src/generated"));
+        let folder = options.out.clone().unwrap_or_else(|| workspace.join("book/src/generated"));
         fs::create_dir_all(&folder)
             .map_err(|error| format!("cannot create {}: {error}", folder.display()))?;
         for (name, text) in [("bench.md", page), ("bench.svg", chart::svg(&run))] {
@@ -503,9 +397,7 @@ fn choose_generator(choice: Choice, load_program: &Path, site: &Site) -> Result<
             if choice == Choice::Auto {
                 eprintln!("bench: wrk is not installed; using the workbook's own load generator");
             }
-            Generator::Own {
-                program: load_program.to_path_buf(),
-            }
+            Generator::Own { program: load_program.to_path_buf() }
         }
     })
 }
@@ -513,10 +405,8 @@ fn choose_generator(choice: Choice, load_program: &Path, site: &Site) -> Result<
 /// `wrk debian/4.1.0-3+b2`, `nginx/1.22.1`: the first line a tool prints about itself,
 /// trimmed of the copyright.
 fn tool_version(program: &Path, flag: &str) -> String {
-    let name = program
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name =
+        program.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
     let Ok(output) = run_bounded(Command::new(program).arg(flag), Duration::from_secs(5)) else {
         return name;
     };
@@ -534,20 +424,17 @@ fn tool_version(program: &Path, flag: &str) -> String {
 
 fn describe(outcome: &Outcome) -> String {
     match outcome {
-        Outcome::Measured { load, peak_rss_kib } => format!(
-            "{} req/s, p50 {}, p99 {}, errors {}{}{}",
+        Outcome::Measured { load, peak_rss_kib, cpu } => format!(
+            "{} req/s, p50 {}, p99 {}, CPU {} µs/req, errors {}{}{}",
             rate_text(load.requests_per_s),
             latency_text(load.p50_us),
             latency_text(load.p99_us),
+            cpu_text(*cpu),
             load.errors,
             peak_rss_kib
-                .map(|kib| format!(", peak RSS {}", report::memory_text(kib)))
+                .map(|kib| format!(", peak RSS {}", text::memory_text(kib)))
                 .unwrap_or_default(),
-            if load.detail.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", load.detail)
-            }
+            if load.detail.is_empty() { String::new() } else { format!(" ({})", load.detail) }
         ),
         Outcome::Blocked(why) => format!("blocked: {why}"),
         Outcome::Failed(why) => format!("FAILED: {why}"),

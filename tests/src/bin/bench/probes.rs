@@ -19,10 +19,26 @@ const IDLE_SETUP_LIMIT: Duration = Duration::from_secs(30);
 
 /// One `GET` on its own connection, with a deadline. Returns the status and body.
 pub fn get(address: SocketAddr, path: &str, limit: Duration) -> Result<(u16, String), String> {
+    request(address, path, 0, limit)
+}
+
+/// One request on its own connection, with a deadline: `GET`, or with `body` bytes a
+/// `POST` (as the echo scenario sends). Returns the status and body.
+pub fn request(
+    address: SocketAddr, path: &str, body: usize, limit: Duration,
+) -> Result<(u16, String), String> {
     let deadline = Instant::now() + limit;
     let mut stream =
         TcpStream::connect_timeout(&address, limit).map_err(|error| format!("connect: {error}"))?;
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+    let request = if body == 0 {
+        format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n")
+    } else {
+        format!(
+            "POST {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\
+             Content-Length: {body}\r\n\r\n{}",
+            "x".repeat(body)
+        )
+    };
     stream
         .set_write_timeout(Some(limit))
         .and_then(|()| stream.write_all(request.as_bytes()))
@@ -35,9 +51,7 @@ pub fn get(address: SocketAddr, path: &str, limit: Duration) -> Result<(u16, Str
         if left.is_zero() {
             return Err(format!("no answer within {} s", limit.as_secs_f64()));
         }
-        stream
-            .set_read_timeout(Some(left))
-            .map_err(|error| error.to_string())?;
+        stream.set_read_timeout(Some(left)).map_err(|error| error.to_string())?;
         match stream.read(&mut chunk) {
             Ok(0) => break,
             Ok(count) => answer.extend_from_slice(&chunk[..count]),

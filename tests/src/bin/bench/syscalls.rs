@@ -42,20 +42,24 @@ pub fn count(
     strace: &Path, target: &Target, site: &Site, generator: &Generator, load: &Load,
 ) -> Result<SyscallCount, String> {
     let server = target.start(site)?;
+    // An answer first: nginx's master listens before its workers exist.
+    crate::probes::get(server.address, "/hello", crate::probes::PROBE_LIMIT)?;
     let summary = site.scratch.join(format!("strace-{}.txt", server.name));
     let _ = fs::remove_file(&summary);
+    // Every process of the server (nginx's master and workers); `-f` adds each one's
+    // threads (chapter 6's pool, chapter 9's loops).
+    let pids = server.pids();
     let mut command = Command::new(strace);
-    command
-        .args(["-c", "-f", "-U", "calls,errors,name", "-o"])
-        .arg(&summary)
-        .args(["-p", &server.pid().to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+    command.args(["-c", "-f", "-U", "calls,errors,name", "-o"]).arg(&summary);
+    for pid in &pids {
+        command.args(["-p", &pid.to_string()]);
+    }
+    command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
     let mut tracer =
         Guard::spawn(&mut command).map_err(|error| format!("cannot run strace: {error}"))?;
 
-    // strace says "Process N attached" once it is in place; only then may the load begin.
+    // strace says "Process N attached" for each process once it is in place; only then
+    // may the load begin.
     let stderr = tracer.child().stderr.take();
     let (sender, receiver) = mpsc::channel();
     thread::spawn(move || {
@@ -65,9 +69,10 @@ pub fn count(
         }
     });
     let mut said = Vec::new();
-    loop {
+    let mut attached = 0;
+    while attached < pids.len() {
         match receiver.recv_timeout(Duration::from_secs(5)) {
-            Ok(line) if line.contains("attached") => break,
+            Ok(line) if line.contains("attached") => attached += 1,
             Ok(line) => said.push(line),
             // Not permitted to trace (a container without CAP_SYS_PTRACE, say), or hung.
             Err(_) => return Err(format!("strace did not attach: {}", said.join(" "))),
@@ -76,9 +81,7 @@ pub fn count(
 
     let result = generator.run(server.address, load)?;
     // SIGINT makes strace detach and write its summary.
-    tracer
-        .signal("INT")
-        .map_err(|error| format!("cannot stop strace: {error}"))?;
+    tracer.signal("INT").map_err(|error| format!("cannot stop strace: {error}"))?;
     if tracer.wait_for_exit(Duration::from_secs(10)).is_none() {
         return Err("strace did not finish within 10 s".into());
     }
@@ -112,11 +115,7 @@ pub fn parse_summary(text: &str) -> Option<SyscallCount> {
         let Ok(calls) = first.parse::<u64>() else {
             continue; // the header and the dashed rules
         };
-        let errors = if words.len() == 3 {
-            words[1].parse().unwrap_or(0)
-        } else {
-            0
-        };
+        let errors = if words.len() == 3 { words[1].parse().unwrap_or(0) } else { 0 };
         if *name == "total" {
             total = Some(calls);
         } else {
@@ -125,11 +124,7 @@ pub fn parse_summary(text: &str) -> Option<SyscallCount> {
     }
     rows.sort_by_key(|row| std::cmp::Reverse(row.1)); // most calls first
     rows.truncate(6);
-    Some(SyscallCount {
-        requests: 0,
-        total: total?,
-        top: rows,
-    })
+    Some(SyscallCount { requests: 0, total: total?, top: rows })
 }
 
 #[cfg(test)]

@@ -1,39 +1,51 @@
-//! The servers under test: the chapters, built in release mode, and nginx as the peer.
+//! The servers under test: the chapters, built in release mode, and nginx as the peer
+//! (`nginx.rs`).
 //!
 //! Every round starts a fresh server and kills it afterwards, so one scenario's leftovers
 //! (a grown buffer, ten thousand closed sockets) never weigh on the next, and the peak
 //! memory we read from `/proc` belongs to that scenario alone.
+//!
+//! A chapter can be more than one target: chapter 7 once per way of waiting
+//! (`--backend epoll` and `--backend poll`), chapter 9 with one loop and with two
+//! (`--threads 1`, `--threads 2`). The harness finds out from the chapter's `--help`, so a
+//! later chapter with the same flags is measured the same way without a change here.
 
 use std::fs::{self, File};
 use std::io::{BufRead, BufReader};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::process::{run_bounded, Guard};
 
 /// How long a server may take to start listening.
-const START_LIMIT: Duration = Duration::from_secs(5);
+pub const START_LIMIT: Duration = Duration::from_secs(5);
 
 /// Idle connections and keep-alive connections must outlive the longest scenario: chapters
 /// 4 and later close them after a few seconds by default, which would skew the idle sweep.
-const PATIENT_TIMEOUT_SECS: u32 = 120;
+pub const PATIENT_TIMEOUT_SECS: u32 = 120;
 
 pub enum Kind {
-    /// `flags` are the chapter flags beyond the basic ones that this chapter accepts.
+    /// `flags` are the chapter flags beyond the basic ones: longer timeouts where the
+    /// chapter has them, and the variant's own (`--backend poll`, `--threads 2`).
     Chapter { flags: Vec<String> },
     /// `status_page`: built with the stub_status module (it says how many connections).
-    Nginx { status_page: bool },
+    /// `echo`: how to have the echo module, if nginx has it (see `nginx::echo_module`).
+    /// `workers`: 1 is one process that serves; more is a master and that many workers.
+    Nginx { status_page: bool, echo: Option<String>, workers: usize },
 }
 
 pub struct Target {
-    /// `ch02-poll`, or `nginx`.
+    /// `ch02-poll`, `ch07-epoll (poll)`, `ch09-multicore x2`, `nginx`, `nginx x2`.
     pub name: String,
     pub kind: Kind,
     pub program: PathBuf,
+    /// How many cores it sets out to use: event loops, or nginx worker processes. Its
+    /// "vs nginx" is against the nginx with as many workers.
+    pub loops: usize,
 }
 
 /// What every server serves: a root folder with the 8 MiB file, and a scratch folder for
@@ -45,9 +57,11 @@ pub struct Site {
 
 pub const BIG_FILE: &str = "big.bin";
 pub const BIG_FILE_SIZE: usize = 8 * 1024 * 1024;
+pub const MEDIUM_FILE: &str = "medium.bin";
+pub const MEDIUM_FILE_SIZE: usize = 64 * 1024;
 
 impl Site {
-    /// Writes the 8 MiB file: bytes from a tiny pseudo-random generator, so that nothing
+    /// Writes the 8 MiB file and the 64 KiB one (its first 64 KiB): bytes from a tiny pseudo-random generator, so that nothing
     /// along the way could make an unfairly small job of a file of zeros.
     pub fn create(folder: &Path) -> std::io::Result<Site> {
         let root = folder.join("root");
@@ -64,6 +78,7 @@ impl Site {
             bytes.extend_from_slice(&state.to_le_bytes());
         }
         fs::write(root.join(BIG_FILE), &bytes)?;
+        fs::write(root.join(MEDIUM_FILE), &bytes[..MEDIUM_FILE_SIZE])?;
         Ok(Site { root, scratch })
     }
 }
@@ -76,14 +91,20 @@ pub struct Server {
 }
 
 impl Server {
-    pub fn pid(&self) -> u32 {
-        self.guard.pid()
+    /// Every process the server is made of: one for a chapter (its threads included),
+    /// nginx's master and its workers.
+    pub fn pids(&self) -> Vec<u32> {
+        self.guard.pids()
     }
 
     /// The server's peak resident memory so far, in KiB (`VmHWM`: the "high water mark",
-    /// read by the suite's [`suite::resources::memory`]).
+    /// read by the suite's [`suite::resources::memory`]), added up over its processes.
+    /// (The processes of nginx x2 share some pages, which the sum counts once for each.)
     pub fn peak_rss_kib(&self) -> Option<u64> {
-        suite::resources::memory(self.pid()).map(|memory| memory.peak / 1024)
+        self.pids()
+            .into_iter()
+            .map(|pid| suite::resources::memory(pid).map(|memory| memory.peak / 1024))
+            .sum()
     }
 }
 
@@ -96,10 +117,7 @@ pub fn discover_chapters(workspace: &Path) -> Vec<(u32, String)> {
     };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let number = name
-            .split('-')
-            .next()
-            .and_then(|digits| digits.parse().ok());
+        let number = name.split('-').next().and_then(|digits| digits.parse().ok());
         if let Some(number) = number {
             if entry.path().join("Cargo.toml").is_file() {
                 found.push((number, format!("ch{name}")));
@@ -116,11 +134,7 @@ pub fn build(workspace: &Path, package: &str, bin: &str) -> Result<PathBuf, Stri
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let output = Command::new(cargo)
         .current_dir(workspace)
-        .args([
-            "build",
-            "--release",
-            "--message-format=json-render-diagnostics",
-        ])
+        .args(["build", "--release", "--message-format=json-render-diagnostics"])
         .args(["-p", package, "--bin", bin])
         .stdin(Stdio::null())
         .stderr(Stdio::inherit()) // the reader sees cargo's progress and any error
@@ -136,6 +150,21 @@ pub fn build(workspace: &Path, package: &str, bin: &str) -> Result<PathBuf, Stri
         .map(PathBuf::from)
         .find(|path| path.file_name().is_some_and(|name| name == bin))
         .ok_or_else(|| format!("cargo built {package} but did not say where {bin} is"))
+}
+
+/// The ways the harness runs a chapter, given the flags it knows: (name suffix, flags,
+/// event loops). A chapter with neither flag is run one way, as it comes.
+fn ways(knows: impl Fn(&str) -> bool) -> Vec<(&'static str, Vec<&'static str>, usize)> {
+    if knows("--backend") {
+        // Chapter 7: epoll (named, so the plain name stays epoll if the default changes)
+        // and poll, side by side.
+        vec![("", vec!["--backend", "epoll"], 1), (" (poll)", vec!["--backend", "poll"], 1)]
+    } else if knows("--threads") {
+        // Chapter 9: one loop, and two (beside nginx x2). Its default is one per core.
+        vec![(" x1", vec!["--threads", "1"], 1), (" x2", vec!["--threads", "2"], 2)]
+    } else {
+        vec![("", Vec::new(), 1)]
+    }
 }
 
 /// The string value of `"key":"..."` in one line of cargo's JSON (paths rarely need
@@ -155,36 +184,35 @@ fn json_string(line: &str, key: &str) -> Option<String> {
 }
 
 impl Target {
-    /// A chapter, built. Asks its `--help` which optional flags it knows, to lengthen its
-    /// timeouts where it has them.
-    pub fn chapter(workspace: &Path, package: &str) -> Result<Target, String> {
+    /// A chapter, built, as one target or several (see the top of this file). Asks its
+    /// `--help` which optional flags it knows, to lengthen its timeouts where it has them.
+    pub fn chapter(workspace: &Path, package: &str) -> Result<Vec<Target>, String> {
         let program = build(workspace, package, package)?;
         let help = run_bounded(Command::new(&program).arg("--help"), START_LIMIT)
             .map_err(|error| format!("cannot run {package}: {error}"))?;
+        let knows = |flag: &str| help.stdout.contains(flag) || help.stderr.contains(flag);
         let mut flags = Vec::new();
         for flag in ["--keep-alive-timeout", "--header-timeout"] {
-            if help.stdout.contains(flag) || help.stderr.contains(flag) {
+            if knows(flag) {
                 flags.push(flag.to_string());
                 flags.push(PATIENT_TIMEOUT_SECS.to_string());
             }
         }
-        Ok(Target {
-            name: package.to_string(),
-            kind: Kind::Chapter { flags },
-            program,
-        })
-    }
-
-    pub fn nginx(program: PathBuf) -> Target {
-        // `nginx -V` lists the modules it was built with (on stderr).
-        let status_page = run_bounded(Command::new(&program).arg("-V"), START_LIMIT)
-            .map(|output| output.stderr.contains("http_stub_status_module"))
-            .unwrap_or(false);
-        Target {
-            name: "nginx".to_string(),
-            kind: Kind::Nginx { status_page },
-            program,
-        }
+        Ok(ways(knows)
+            .into_iter()
+            .map(|(suffix, extra, loops)| Target {
+                name: format!("{package}{suffix}"),
+                kind: Kind::Chapter {
+                    flags: flags
+                        .iter()
+                        .cloned()
+                        .chain(extra.into_iter().map(String::from))
+                        .collect(),
+                },
+                program: program.clone(),
+                loops,
+            })
+            .collect())
     }
 
     pub fn is_nginx(&self) -> bool {
@@ -195,7 +223,7 @@ impl Target {
     pub fn start(&self, site: &Site) -> Result<Server, String> {
         match &self.kind {
             Kind::Chapter { flags } => self.start_chapter(site, flags, &[], START_LIMIT),
-            Kind::Nginx { status_page } => self.start_nginx(site, *status_page),
+            Kind::Nginx { .. } => crate::nginx::start(self, site),
         }
     }
 
@@ -263,69 +291,13 @@ impl Target {
             .strip_prefix("listening on http://")
             .and_then(|address| address.trim().parse().ok())
             .ok_or_else(|| format!("{}: unexpected first line {line:?}", self.name))?;
-        Ok(Server {
-            name: self.name.clone(),
-            address,
-            guard,
-        })
+        Ok(Server { name: self.name.clone(), address, guard })
     }
     // ANCHOR_END: start_chapter
-
-    fn start_nginx(&self, site: &Site, status_page: bool) -> Result<Server, String> {
-        // nginx cannot tell us which port it got for port 0, so we pick a free port
-        // ourselves. Another program could take it in between: then we try another.
-        let mut last_error = String::new();
-        for _attempt in 0..3 {
-            let port = free_port()?;
-            let folder = site.scratch.join(format!("nginx-{port}"));
-            fs::create_dir_all(&folder).map_err(|error| error.to_string())?;
-            let config = folder.join("nginx.conf");
-            fs::write(
-                &config,
-                nginx_config(&folder, &site.root, port, status_page),
-            )
-            .map_err(|error| format!("cannot write {}: {error}", config.display()))?;
-            let log = log_file(site, "nginx")?;
-            let mut command = Command::new(&self.program);
-            command
-                .arg("-p")
-                .arg(&folder)
-                .arg("-e")
-                .arg(folder.join("error.log"))
-                .arg("-c")
-                .arg(&config)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(log);
-            let mut guard = Guard::spawn(&mut command)
-                .map_err(|error| format!("cannot start nginx: {error}"))?;
-            let address = SocketAddr::from(([127, 0, 0, 1], port));
-            let deadline = Instant::now() + START_LIMIT;
-            loop {
-                if TcpStream::connect_timeout(&address, Duration::from_millis(100)).is_ok() {
-                    return Ok(Server {
-                        name: self.name.clone(),
-                        address,
-                        guard,
-                    });
-                }
-                if let Some(status) = guard.exited() {
-                    let log = fs::read_to_string(folder.join("error.log")).unwrap_or_default();
-                    last_error = format!("nginx exited ({status}): {}", log.trim());
-                    break;
-                }
-                if Instant::now() >= deadline {
-                    return Err("nginx did not start listening within 5 s".into());
-                }
-                thread::sleep(Duration::from_millis(10));
-            }
-        }
-        Err(last_error)
-    }
 }
 
 /// Appends a server's stderr to a log in the scratch folder, for a post-mortem.
-fn log_file(site: &Site, name: &str) -> Result<File, String> {
+pub fn log_file(site: &Site, name: &str) -> Result<File, String> {
     File::options()
         .create(true)
         .append(true)
@@ -333,61 +305,24 @@ fn log_file(site: &Site, name: &str) -> Result<File, String> {
         .map_err(|error| format!("cannot open a log file: {error}"))
 }
 
-fn free_port() -> Result<u16, String> {
-    let listener = TcpListener::bind("127.0.0.1:0").map_err(|error| error.to_string())?;
-    listener
-        .local_addr()
-        .map(|address| address.port())
-        .map_err(|error| error.to_string())
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-// ANCHOR: nginx_config
-/// nginx made comparable to a chapter: one process that serves (its PID is the one we
-/// measure), the same routes and file, no access log to write, and keep-alive and header
-/// timeouts long enough for every scenario.
-fn nginx_config(folder: &Path, root: &Path, port: u16, status_page: bool) -> String {
-    // nginx raises its own soft limit up to our hard one (`worker_rlimit_nofile`); each
-    // idle connection costs it one descriptor.
-    let connections = suite::resources::own_descriptor_limits()
-        .map_or(1024, |limits| limits.hard)
-        .min(65_536);
-    // `/stats` like the chapters': "Active connections: N" tells us idle clients are in.
-    let stats = if status_page {
-        "location = /stats { stub_status; }"
-    } else {
-        ""
-    };
-    let folder = folder.display();
-    format!(
-        "# Written by the workbook's benchmark harness (tests/src/bin/bench).
-daemon off;
-master_process off;
-worker_processes 1;
-worker_rlimit_nofile {connections};
-pid {folder}/nginx.pid;
-error_log {folder}/error.log warn;
-events {{ worker_connections {connections}; }}
-http {{
-    access_log off;
-    client_body_temp_path {folder}/body;
-    proxy_temp_path {folder}/proxy;
-    fastcgi_temp_path {folder}/fastcgi;
-    uwsgi_temp_path {folder}/uwsgi;
-    scgi_temp_path {folder}/scgi;
-    keepalive_requests 100000000;
-    keepalive_timeout {PATIENT_TIMEOUT_SECS}s;
-    client_header_timeout {PATIENT_TIMEOUT_SECS}s;
-    sendfile on;
-    types {{ application/octet-stream bin; }}
-    server {{
-        listen 127.0.0.1:{port} backlog=1024;
-        location = /hello {{ default_type text/plain; return 200 \"Hello, world!\\n\"; }}
-        {stats}
-        location /files/ {{ alias {root}/; }}
-    }}
-}}
-",
-        root = root.display(),
-    )
+    #[test]
+    fn a_chapter_is_run_each_way_its_flags_allow() {
+        let plain = ways(|_| false);
+        assert_eq!(plain, vec![("", Vec::new(), 1)]);
+        let epoll = ways(|flag| flag == "--backend");
+        assert_eq!(epoll[1], (" (poll)", vec!["--backend", "poll"], 1));
+        let threads = ways(|flag| flag == "--threads");
+        assert_eq!(threads[1], (" x2", vec!["--threads", "2"], 2));
+    }
+
+    #[test]
+    fn finds_where_cargo_put_the_program() {
+        let line = r#"{"reason":"compiler-artifact","executable":"/t/release/ch02-poll","x":1}"#;
+        assert_eq!(json_string(line, "executable").as_deref(), Some("/t/release/ch02-poll"));
+        assert_eq!(json_string(r#"{"executable":null}"#, "executable"), None);
+    }
 }
-// ANCHOR_END: nginx_config
