@@ -140,3 +140,28 @@ fn a_queue_hands_values_in_order_and_loses_no_wake_up() {
     turns(&mut executor, 2);
     assert_eq!(log.borrow().last().map(String::as_str), Some("late 3"));
 }
+
+#[test]
+fn leaving_an_events_line_wakes_nobody() {
+    // Every idle connection waits on the shutdown event with its read; when a read ends, the
+    // others must not be woken for nothing (each would poll its socket and find it empty).
+    let mut executor = Executor::default();
+    let (event, polls, done) = (Event::default(), Rc::new(Cell::new(0)), Event::default());
+    let (first_event, first_done) = (event.clone(), done.clone());
+    spawn(async move {
+        first_event.cancels(first_done.wait()).await; // leaves when `done` is set
+    });
+    let (second_event, second_polls) = (event.clone(), polls.clone());
+    spawn(async move {
+        let counted = poll_fn(|_| {
+            second_polls.set(second_polls.get() + 1);
+            Poll::<()>::Pending
+        });
+        second_event.cancels(counted).await;
+    });
+    turns(&mut executor, 2);
+    assert_eq!(polls.get(), 1, "polled once, then waiting");
+    done.set(); // the first task's wait ends: it leaves the event's line, first in it
+    turns(&mut executor, 3);
+    assert_eq!(polls.get(), 1, "the second was not woken");
+}

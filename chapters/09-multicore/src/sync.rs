@@ -14,17 +14,18 @@
 //! has gone. A line is fair: whoever came first is served first.
 
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::future::{poll_fn, Future};
 use std::pin::pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
 // ANCHOR: line
-/// The tasks waiting for something, in the order they came, by place number.
+/// The tasks waiting for something, by place number: places are handed out in the order
+/// the tasks came, so the first key is the first in line.
 #[derive(Default)]
 struct Line {
-    waiting: VecDeque<(u64, Waker)>,
+    waiting: BTreeMap<u64, Waker>,
     next: u64,
 }
 
@@ -32,12 +33,11 @@ impl Line {
     /// Takes a place for a future (`place` is its number, once it has one), or refreshes
     /// the waker of the place it has.
     fn join(&mut self, place: &Cell<Option<u64>>, cx: &mut Context) {
-        let mine = self.waiting.iter_mut().find(|(at, _)| Some(*at) == place.get());
-        match mine {
-            Some((_, waker)) => waker.clone_from(cx.waker()),
+        match place.get().and_then(|at| self.waiting.get_mut(&at)) {
+            Some(waker) => waker.clone_from(cx.waker()),
             None => {
                 place.set(Some(self.next));
-                self.waiting.push_back((self.next, cx.waker().clone()));
+                self.waiting.insert(self.next, cx.waker().clone());
                 self.next += 1;
             }
         }
@@ -45,19 +45,26 @@ impl Line {
 
     /// May `place` be served now? Only the first in line, or anyone if nobody waits.
     fn may_go(&self, place: &Cell<Option<u64>>) -> bool {
-        self.waiting.front().is_none_or(|(first, _)| Some(*first) == place.get())
+        self.waiting.first_key_value().is_none_or(|(first, _)| Some(*first) == place.get())
     }
 
-    /// Leaves the line (served, or gone), and wakes whoever is first now.
+    /// Gives up `place` (served, or gone). Returns whether it was first in line.
+    fn remove(&mut self, place: &Cell<Option<u64>>) -> bool {
+        let Some(at) = place.take() else { return false };
+        let was_first = self.waiting.first_key_value().is_some_and(|(first, _)| *first == at);
+        self.waiting.remove(&at);
+        was_first
+    }
+
+    /// Leaves the line; if it was first, whoever is first now may go: wake them to see.
     fn leave(&mut self, place: &Cell<Option<u64>>) {
-        if let Some(id) = place.take() {
-            self.waiting.retain(|(at, _)| *at != id);
+        if self.remove(place) {
+            self.wake_first();
         }
-        self.wake_first();
     }
 
     fn wake_first(&self) {
-        if let Some((_, waker)) = self.waiting.front() {
+        if let Some((_, waker)) = self.waiting.first_key_value() {
             waker.wake_by_ref();
         }
     }
@@ -84,7 +91,7 @@ impl Event {
     pub fn set(&self) {
         let mut event = self.0.borrow_mut();
         event.0 = true;
-        event.1.waiting.drain(..).for_each(|(_, waker)| waker.wake());
+        std::mem::take(&mut event.1.waiting).into_values().for_each(Waker::wake);
     }
 
     pub fn is_set(&self) -> bool {
@@ -106,7 +113,10 @@ impl Event {
     /// Ready once the flag is set.
     pub async fn wait(&self) {
         let place = Cell::new(None);
-        let _leave = OnDrop(|| self.0.borrow_mut().1.leave(&place));
+        // Nobody waits for a place in this line: all are woken at once, when it is set.
+        let _leave = OnDrop(|| {
+            self.0.borrow_mut().1.remove(&place);
+        });
         poll_fn(|cx| {
             let mut event = self.0.borrow_mut();
             if event.0 {
