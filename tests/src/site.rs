@@ -4,7 +4,7 @@
 //! suite-site-…/
 //!   secret.txt          outside the root: no request may ever return its contents
 //!   root/               what the server is started with as --root
-//!     index.html  hello.txt  style.css  data.json  notes.unknown  "a b.txt"
+//!     index.html  hello.txt  style.css  data.json  notes.unknown  "a b.txt"  empty.txt
 //!     sub/index.html
 //!     big.bin           (when asked for) a large file with a pattern that shows any
 //!                       lost, repeated or reordered byte
@@ -59,6 +59,7 @@ impl Site {
         file("data.json", b"{\"suite\": true}\n")?;
         file("notes.unknown", b"no known extension\n")?;
         file("a b.txt", SPACED_TXT.as_bytes())?;
+        file("empty.txt", b"")?;
         file("sub/index.html", SUB_INDEX_HTML.as_bytes())?;
         if big_size > 0 {
             file("big.bin", &site.big)?;

@@ -66,6 +66,8 @@ pub struct Connection {
     waiting: Option<(Effect, Framing)>,
     /// Its timeouts count from here: connect, or the last output we gave it or it took.
     since: Instant,
+    /// It has had an answer: idle now, it is kept alive, no longer new.
+    kept_alive: bool,
     /// The timer that enforces the deadline, and when it fires.
     deadline_timer: Option<(Instant, TimerId)>,
 }
@@ -83,6 +85,7 @@ impl Connection {
             discarded: 0,
             waiting: None,
             since: Instant::now(),
+            kept_alive: false,
             deadline_timer: None,
         }
     }
@@ -190,6 +193,7 @@ impl Connection {
         http::response::write_response(&mut self.out, response, &framing, name, date);
         server.requests_served += 1;
         self.since = Instant::now(); // the client's clock starts again: it has output to take
+        self.kept_alive = true;
         if !framing.keep_alive {
             self.state = State::Writing; // the last response: send it, then close
         }
@@ -288,11 +292,10 @@ impl Connection {
             return None;
         } else if self.pending_output() > 0 {
             config.send_timeout // it must take our output
-        } else if self.received.is_empty() {
-            // Idle: new (header timeout) or kept alive (keep-alive timeout); the shorter will do.
-            config.keep_alive_timeout.min(config.header_timeout)
+        } else if self.received.is_empty() && self.kept_alive {
+            config.keep_alive_timeout // idle between requests
         } else {
-            config.header_timeout // a request begun must be whole in time
+            config.header_timeout // new, or a request begun: its head must come in time
         };
         Some(self.since + limit)
     }

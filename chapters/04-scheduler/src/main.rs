@@ -104,7 +104,12 @@ impl Server {
     /// A connection has closed, for whatever reason (see `Connection::on_close`).
     fn connection_closed(&mut self, event_loop: &mut EventLoop<Server>) {
         self.connections_open -= 1;
-        // A descriptor is free: if accepting had paused for lack of them, resume.
+        self.resume_accepting(event_loop); // a descriptor is free
+    }
+
+    /// If accepting had paused for lack of descriptors, resumes it (a retry is cheap: out
+    /// of them still, `accept_all` pauses again).
+    fn resume_accepting(&mut self, event_loop: &mut EventLoop<Server>) {
         if let Some(listener) = self.listener {
             event_loop.set_interest(listener, Interest::READABLE);
         }
@@ -119,6 +124,11 @@ impl Handler<Server> for TcpListener {
     ) {
         if !accept_all(self, event_loop, server) {
             event_loop.set_interest(token, Interest::NONE);
+            // Resumed when one of our connections closes, or in 100 ms at the latest: the
+            // descriptors may be held by others (a file job, or the whole system: ENFILE).
+            event_loop.add_timer(Duration::from_millis(100), |event_loop, server| {
+                server.resume_accepting(event_loop)
+            });
         }
     }
 }
@@ -146,7 +156,7 @@ fn accept_all(
             Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
             Err(error) if listener::is_out_of_descriptors(&error) => {
                 // The listener stays "ready" while clients wait: polling it would spin at
-                // 100% CPU. Stop watching it until a connection closes (`connection_closed`).
+                // 100% CPU. Stop watching it for a while (see `on_readable`).
                 log!("accept: {error}; pausing accepts");
                 return false;
             }

@@ -113,7 +113,8 @@ struct Registration<S> {
 
 pub struct EventLoop<S> {
     poller: Box<dyn Poller>,
-    /// In token order: each turn serves the oldest first, and runs repeat exactly.
+    /// In token order: `poll` is told them, and serves them, oldest first (epoll reports
+    /// in an order of its own).
     registrations: BTreeMap<Token, Registration<S>>,
     next_token: u64,
     timers: Timers<Job<S>>,
@@ -174,10 +175,11 @@ impl<S: 'static> EventLoop<S> {
         let Some(registration) = self.registrations.get_mut(&token) else { return };
         let Some(handler) = registration.handler.as_ref() else { return };
         if registration.told != registration.interest {
-            if let Err(error) = self.poller.modify(handler.as_fd(), token, registration.interest) {
-                log!("token {}: cannot change what it waits for: {error}", token.0);
+            match self.poller.modify(handler.as_fd(), token, registration.interest) {
+                Ok(()) => registration.told = registration.interest,
+                // Rare (out of memory): `told` is unchanged, so the next `sync` tries again.
+                Err(error) => log!("token {}: cannot change what it waits for: {error}", token.0),
             }
-            registration.told = registration.interest;
         }
     }
 

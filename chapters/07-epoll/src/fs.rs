@@ -45,10 +45,11 @@ impl<S: 'static> Files<S> {
         &mut self, event_loop: &EventLoop<S>, root: PathBuf, relative: PathBuf,
     ) -> Promise<Chunk, S> {
         let delay = self.delay;
-        self.submit(event_loop, move || {
+        let job = self.pool.submit(move || {
             let (mut file, length) = files::open(&root, &relative, delay)?;
             Ok(Chunk { bytes: files::read_chunk(&mut file, delay)?, length, file })
-        })
+        });
+        self.promise(event_loop, job)
     }
 
     /// Reads the next chunk of a file that `open` opened, on a worker.
@@ -56,16 +57,16 @@ impl<S: 'static> Files<S> {
         &mut self, event_loop: &EventLoop<S>, mut file: File, length: u64,
     ) -> Promise<Chunk, S> {
         let delay = self.delay;
-        self.submit(event_loop, move || {
+        // Never refused: the head has gone out, so a 503 could only cut the download short.
+        let job = self.pool.submit_anyway(move || {
             Ok(Chunk { bytes: files::read_chunk(&mut file, delay)?, length, file })
-        })
+        });
+        self.promise(event_loop, Some(job))
     }
 
-    fn submit(
-        &mut self, event_loop: &EventLoop<S>,
-        job: impl FnOnce() -> io::Result<Chunk> + Send + 'static,
-    ) -> Promise<Chunk, S> {
-        let Some(job) = self.pool.submit(job) else {
+    /// The promise of `job`'s result; a 503 if the pool refused it (`None`).
+    fn promise(&mut self, event_loop: &EventLoop<S>, job: Option<JobId>) -> Promise<Chunk, S> {
+        let Some(job) = job else {
             let busy = Response::error(503, "too many file requests are waiting for the disk");
             return promise::settled(event_loop, Err(busy));
         };

@@ -107,13 +107,14 @@ fn main() {
 
 impl Server {
     fn stats(&self, event_loop: &EventLoop<Server>) -> Stats {
+        let (jobs_queued, jobs_running) = self.files.pool.load();
         Stats {
             connections_open: self.connections_open,
             requests_served: self.requests_served,
             loop_turns: event_loop.turns(),
             timers_pending: event_loop.timers_pending() as u64,
-            jobs_queued: self.files.pool.load().0 as u64,
-            jobs_running: self.files.pool.load().1 as u64,
+            jobs_queued: jobs_queued as u64,
+            jobs_running: jobs_running as u64,
             backend: self.config.backend.name(),
         }
     }
@@ -141,6 +142,11 @@ impl Handler<Server> for TcpListener {
     ) {
         if !accept_all(self, event_loop, server) {
             event_loop.set_interest(token, Interest::NONE);
+            // Resumed when one of our connections closes, or in 100 ms at the latest: the
+            // descriptors may be held by others (a file job, or the whole system: ENFILE).
+            event_loop.add_timer(Duration::from_millis(100), |event_loop, server| {
+                server.resume_accepting(event_loop)
+            });
         }
     }
 }
@@ -174,7 +180,7 @@ fn accept_all(
             Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
             Err(error) if listener::is_out_of_descriptors(&error) => {
                 // The listener stays "ready" while clients wait: polling it would spin at
-                // 100% CPU. Stop watching it until a connection closes (`connection_closed`).
+                // 100% CPU. Stop watching it for a while (see `on_readable`).
                 log!("accept: {error}; pausing accepts");
                 return false;
             }
@@ -213,11 +219,8 @@ impl Handler<Server> for Signals {
 // ANCHOR: pool_waker
 /// The thread pool's waker, as a handler: readable when jobs have finished.
 impl Handler<Server> for Arc<Waker> {
-    fn on_readable(&mut self, event_loop: &mut EventLoop<Server>, _: Token, server: &mut Server) {
+    fn on_readable(&mut self, _: &mut EventLoop<Server>, _: Token, server: &mut Server) {
         server.files.settle_finished();
-        // A job whose client has left closes its file: with no client left to close, that
-        // may be the only descriptor that comes free.
-        server.resume_accepting(event_loop);
     }
 }
 // ANCHOR_END: pool_waker

@@ -1,8 +1,8 @@
 //! The part of the loop that talks to the kernel: here, `poll(2)`. (Redis keeps one file
 //! per way of waiting, `ae_select.c`, `ae_epoll.c`, `ae_kqueue.c`, and so do we: chapter 7
-//! adds `epoll_backend.rs`.) `poll`
-//! keeps no memory between calls: on every turn we hand it the whole list of sockets and
-//! what we want from each, exactly as chapter 2 did, and it tells us which are ready.
+//! adds `epoll_backend.rs`.) `poll` keeps no memory between calls: on every turn we hand
+//! it the whole list of sockets and what we want from each, exactly as chapter 2 did, and
+//! it tells us which are ready.
 
 use std::io;
 use std::os::fd::BorrowedFd;

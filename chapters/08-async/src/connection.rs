@@ -33,16 +33,37 @@ const MAX_DISCARD: usize = 1024 * 1024;
 // ANCHOR: serve
 /// The task for one client.
 pub async fn serve(stream: Async<TcpStream>, server: Rc<Server>) {
-    server.connections_open.set(server.connections_open.get() + 1);
-    let mut client =
-        Client { stream, received: Vec::new(), out: Vec::new(), since: Instant::now() };
+    let _open = Open::count(&server); // until the task ends, whichever way it ends
+    let mut client = Client {
+        stream,
+        received: Vec::new(),
+        out: Vec::new(),
+        since: Instant::now(),
+        kept_alive: false,
+    };
     match client.serve(&server).await {
-        // We said `Connection: close`: linger, so that the answer is not lost (chapter 2).
+        // We said `Connection: close`: linger, so that the answer is not lost (chapter 1).
         Ok(()) => client.linger(&server).await,
         Err(error) => trace!("fd {}: {error}", client.stream.get_ref().as_raw_fd()),
     }
     trace!("fd {}: closed", client.stream.get_ref().as_raw_fd());
-    server.connections_open.set(server.connections_open.get() - 1);
+}
+
+/// Counts a client as open (for `/stats`, and the shutdown's wait) while its task lives:
+/// a guard, not a decrement at the end of `serve`, which a task that panics never reaches.
+struct Open(Rc<Server>);
+
+impl Open {
+    fn count(server: &Rc<Server>) -> Open {
+        server.connections_open.set(server.connections_open.get() + 1);
+        Open(server.clone())
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.connections_open.set(self.0.connections_open.get() - 1);
+    }
 }
 // ANCHOR_END: serve
 
@@ -56,6 +77,8 @@ struct Client {
     /// request must be in within its time from here (see `read_request`), however slowly
     /// it trickles in: each read does not start the clock again.
     since: Instant,
+    /// It has had an answer: idle now, it is kept alive, no longer new.
+    kept_alive: bool,
 }
 
 impl Client {
@@ -82,7 +105,8 @@ impl Client {
             };
             self.received.drain(..consumed);
             let keep_alive = self.respond(&response, framing, server);
-            if let Some(chunk) = first_chunk.filter(|_| !framing.head_only) {
+            let body = first_chunk.filter(|chunk| !framing.head_only && chunk.length > 0);
+            if let Some(chunk) = body {
                 self.send_file(chunk, server).await?;
             }
             if !keep_alive {
@@ -128,17 +152,14 @@ impl Client {
     // ANCHOR_END: send_file
 
     // ANCHOR: read_request
-    /// Reads more of the next request, within its time: an idle client has the shorter of
-    /// the keep-alive and header timeouts, one that has begun a request the header timeout
-    /// (a head that never ends is slowloris: 408). Between requests, a shutdown ends it.
+    /// Reads more of the next request, within its time: a kept-alive client that sends
+    /// nothing has the keep-alive timeout; a new one, or one that has begun a request, the
+    /// header timeout (a head that never ends is slowloris: 408). A shutdown ends an idle one.
     async fn read_request(&mut self, server: &Server) -> io::Result<()> {
         let config = &server.config;
         let idle = self.received.is_empty();
-        let limit = if idle {
-            config.keep_alive_timeout.min(config.header_timeout)
-        } else {
-            config.header_timeout
-        };
+        let limit =
+            if idle && self.kept_alive { config.keep_alive_timeout } else { config.header_timeout };
         let deadline = self.since + limit;
         let read = timeout(
             deadline.saturating_duration_since(Instant::now()),
@@ -177,6 +198,7 @@ impl Client {
         if !self.out.is_empty() {
             trace!("fd {}: response sent ({sent} bytes)", self.stream.get_ref().as_raw_fd());
             self.since = Instant::now(); // answered: the clock for its next request starts
+            self.kept_alive = true;
         }
         self.out.clear();
         self.out.shrink_to(64 * 1024);

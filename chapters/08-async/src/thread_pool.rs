@@ -69,16 +69,22 @@ impl<R: Send + 'static> ThreadPool<R> {
     /// wait already: queueing more would only make them all wait longer, and cost memory
     /// without limit.
     pub fn submit(&mut self, job: impl FnOnce() -> R + Send + 'static) -> Option<JobId> {
-        let (queue, work_ready) = &*self.queue;
-        let mut queue = lock(queue);
-        if queue.running + queue.waiting.len() >= self.workers + self.queue_limit {
+        let (waiting, running) = self.load(); // only this thread adds jobs: it stays true
+        if waiting + running >= self.workers + self.queue_limit {
             return None;
         }
+        Some(self.submit_anyway(job))
+    }
+
+    /// Queues `job` however long the queue: for work already promised (the rest of a
+    /// download whose head has gone out), which the limit must not cut short.
+    pub fn submit_anyway(&mut self, job: impl FnOnce() -> R + Send + 'static) -> JobId {
+        let (queue, work_ready) = &*self.queue;
         let id = JobId(self.next_id);
         self.next_id += 1;
-        queue.waiting.push_back((id, Box::new(job)));
+        lock(queue).waiting.push_back((id, Box::new(job)));
         work_ready.notify_one();
-        Some(id)
+        id
     }
     // ANCHOR_END: submit
 }

@@ -1,8 +1,6 @@
 //! Time for tasks: [`sleep`] and [`timeout`], on chapter 4's timer heap (`timers.rs`),
 //! whose payloads are now wakers: a timer that fires wakes the task that set it.
 
-#[cfg(test)]
-use std::cell::Cell;
 use std::cell::RefCell;
 use std::future::{poll_fn, Future};
 use std::pin::{pin, Pin};

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::executor::{spawn, Executor};
+use std::cell::Cell;
 use std::rc::Rc;
 
 /// Turns until `done`, for at most 5 s of real time: a broken timer fails, never hangs.

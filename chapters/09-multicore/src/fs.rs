@@ -53,24 +53,26 @@ impl Files {
         &self, root: PathBuf, relative: PathBuf,
     ) -> std::result::Result<Chunk, Response> {
         let delay = self.delay;
-        self.run(move || {
+        let job = self.pool.borrow_mut().submit(move || {
             let (mut file, length) = files::open(&root, &relative, delay)?;
             Ok(Chunk { bytes: files::read_chunk(&mut file, delay)?, length, file })
-        })
-        .await
+        });
+        self.result(job).await
     }
 
     /// Reads the next chunk of a file that `open` opened, on a worker.
     pub async fn read(&self, mut file: File, length: u64) -> std::result::Result<Chunk, Response> {
         let delay = self.delay;
-        self.run(move || Ok(Chunk { bytes: files::read_chunk(&mut file, delay)?, length, file }))
-            .await
+        // Never refused: the head has gone out, so a 503 could only cut the download short.
+        let job = self.pool.borrow_mut().submit_anyway(move || {
+            Ok(Chunk { bytes: files::read_chunk(&mut file, delay)?, length, file })
+        });
+        self.result(Some(job)).await
     }
 
-    async fn run(
-        &self, job: impl FnOnce() -> io::Result<Chunk> + Send + 'static,
-    ) -> std::result::Result<Chunk, Response> {
-        let Some(job) = self.pool.borrow_mut().submit(job) else {
+    /// `job`'s result, once a worker has run it; a 503 if the pool refused it (`None`).
+    async fn result(&self, job: Option<JobId>) -> std::result::Result<Chunk, Response> {
+        let Some(job) = job else {
             return Err(Response::error(503, "too many file requests are waiting for the disk"));
         };
         let answer = Queue::new();

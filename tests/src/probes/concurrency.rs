@@ -756,6 +756,9 @@ pub fn keep_alive_timeout(target: &Target) -> Probed {
                 .into(),
         ));
     }
+    // A new connection that has sent nothing is not kept alive: it has the header timeout
+    // (10 s by default) for its first request, and must outlive the kept-alive one.
+    let mut new = connect(&server)?;
     let idle_since = Instant::now();
     match client.wait_for_close(idle_since + timeout + TIMEOUT_SLACK) {
         Ending::Closed => {
@@ -765,6 +768,11 @@ pub fn keep_alive_timeout(target: &Target) -> Probed {
                 "an idle keep-alive connection was closed after only {}, before the {} timeout",
                 seconds(took),
                 seconds(timeout)
+            );
+            check!(
+                matches!(new.wait_for_close(Instant::now() + timeout), Ending::StillOpen),
+                "a new connection that had sent nothing was closed with the kept-alive one: \
+                 it has --header-timeout (10 s) for its first request, not --keep-alive-timeout"
             );
             Ok(Outcome::Works)
         }

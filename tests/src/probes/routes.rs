@@ -386,6 +386,17 @@ pub fn files(target: &Target) -> Probed {
     for path in ["/files/missing.txt", "/files/sub", "/files/sub/missing/", "/files/nope/"] {
         expect_status(&exchange(&server, &get(path))?, &[404], &format!("GET {path}"))?;
     }
+    // An empty file is a 200 with no body, and a kept-alive connection goes on after it.
+    let (mut client, what) = (connect(&server)?, "GET /files/empty.txt");
+    sending(&mut client, &get("/files/empty.txt"), what)?;
+    let response = receive(&mut client, &server, false, what)?;
+    expect_status(&response, &[200], what)?;
+    check!(response.body.is_empty(), "{what}: body {:?}, expected none", response.text());
+    if !response.says_close() {
+        let what = "GET /hello, next on the connection that had the empty file";
+        sending(&mut client, &get("/hello"), what)?;
+        expect_status(&receive(&mut client, &server, false, what)?, &[200], what)?;
+    }
     let response = exchange(&server, &request_and_close("HEAD", "/files/hello.txt"))?;
     expect_status(&response, &[200], "HEAD /files/hello.txt")?;
     let length = site::HELLO_TXT.len().to_string();
@@ -400,14 +411,20 @@ pub fn files(target: &Target) -> Probed {
 pub fn big_file_intact(target: &Target) -> Probed {
     let size = 8 * 1024 * 1024;
     let (server, site) = with_site(target, size)?;
-    let response = exchange(&server, &get("/files/big.bin"))?;
-    expect_status(&response, &[200], "GET /files/big.bin")?;
-    if let Some(at) = first_difference(&site.big, &response.body) {
-        return Err(broken(format!(
-            "GET /files/big.bin ({size} bytes): the body differs from byte {at} on \
-             ({} bytes arrived)",
-            response.body.len()
-        )));
+    // Kept alive, and on a connection the server closes after it (sent chunk by chunk, the
+    // file must not be cut short when the close comes).
+    for (request, what) in [
+        (get("/files/big.bin"), "GET /files/big.bin"),
+        (request_and_close("GET", "/files/big.bin"), "GET /files/big.bin, Connection: close"),
+    ] {
+        let response = exchange(&server, &request)?;
+        expect_status(&response, &[200], what)?;
+        if let Some(at) = first_difference(&site.big, &response.body) {
+            return Err(broken(format!(
+                "{what} ({size} bytes): the body differs from byte {at} on ({} bytes arrived)",
+                response.body.len()
+            )));
+        }
     }
     Ok(Outcome::Works)
 }
