@@ -107,8 +107,7 @@ impl Server {
         self.resume_accepting(event_loop); // a descriptor is free
     }
 
-    /// If accepting had paused for lack of descriptors, resumes it (a retry is cheap: out
-    /// of them still, `accept_all` pauses again).
+    /// Resumes accepting if it had paused for want of descriptors (if still out, it pauses).
     fn resume_accepting(&mut self, event_loop: &mut EventLoop<Server>) {
         if let Some(listener) = self.listener {
             event_loop.set_interest(listener, Interest::READABLE);
@@ -124,8 +123,7 @@ impl Handler<Server> for TcpListener {
     ) {
         if !accept_all(self, event_loop, server) {
             event_loop.set_interest(token, Interest::NONE);
-            // Resumed when one of our connections closes, or in 100 ms at the latest: the
-            // descriptors may be held by others (a file job, or the whole system: ENFILE).
+            // Back on when a connection closes, or in 100 ms: others may hold the descriptors.
             event_loop.add_timer(Duration::from_millis(100), |event_loop, server| {
                 server.resume_accepting(event_loop)
             });

@@ -13,7 +13,7 @@
 //! 1. A Deferred settles once (`resolve` and `settle` take it by value). An error is the
 //!    response to send instead (a 502, a 504...) and skips every step after it, like `?`.
 //! 2. A step never runs inside `resolve` or `then`, where it would find its caller's state
-//!    half updated (Promises/A+ forbids it too), but from the loop's ready queue, next turn.
+//!    half updated (Promises/A+ forbids it too), but later, from the loop's ready queue.
 //! 3. A Deferred dropped unsettled rejects with a 500: a chain whose producer went away (a
 //!    socket closed, a timer cancelled, a step panicked) ends instead of waiting forever.
 //!
@@ -36,8 +36,7 @@ pub type Outcome<T> = Result<T, Response>;
 /// The one next step of a promise, given its outcome.
 type Step<T, S> = Box<dyn FnOnce(Outcome<T>, &mut EventLoop<S>, &mut S)>;
 
-/// The loop's ready queue, as the promises hold it: weakly, so that a queued step (which
-/// holds promises) never keeps the queue alive.
+/// The loop's ready queue, held weakly: a queued step (holding promises) must not keep it alive.
 type Ready<S> = Weak<RefCell<VecDeque<Job<S>>>>;
 
 // ANCHOR: slot
@@ -99,8 +98,8 @@ impl<T: 'static, S: 'static> Drop for Deferred<T, S> {
     }
 }
 
-/// Sends `step` and its `outcome` to the ready queue, to run on the next turn. If the loop
-/// has gone (the program is ending), there is nothing left to run them: they are dropped.
+/// Sends `step` and its `outcome` to the ready queue, to run after the current callback;
+/// drops them if the loop has gone (the program is ending): nothing is left to run them.
 fn schedule<T: 'static, S: 'static>(ready: &Ready<S>, step: Step<T, S>, outcome: Outcome<T>) {
     if let Some(ready) = ready.upgrade() {
         ready

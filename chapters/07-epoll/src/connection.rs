@@ -11,9 +11,8 @@
 //!   client left, error, reset: any state goes straight to Done ───────────────────────────┘
 //! ```
 //!
-//! Since chapter 3: the event loop calls the connection (the `Handler` impl at the end),
-//! and a connection serves many requests: it stays open unless one says `Connection: close`
-//! (keep-alive), and may bring several at once, answered in order (pipelining).
+//! Since chapter 3: the loop calls the connection (the `Handler` impl at the end), which
+//! serves request after request (keep-alive), several at once if they come so (pipelining).
 //!
 //! New in chapter 4, time: a request may wait (`/sleep`, `/upstream/`), and those pipelined
 //! behind it, for [`Connection::answer`]; and a client has only so long to act (`deadline`).
