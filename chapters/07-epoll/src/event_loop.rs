@@ -113,7 +113,7 @@ struct Registration<S> {
 
 pub struct EventLoop<S> {
     poller: Box<dyn Poller>,
-    /// In token order: `poll` is told them, and serves them, oldest first (epoll reports
+    /// In token order: the poller is told them, and serves them, oldest first (epoll reports
     /// in an order of its own).
     registrations: BTreeMap<Token, Registration<S>>,
     next_token: u64,
@@ -210,7 +210,7 @@ impl<S: 'static> EventLoop<S> {
         }
     }
 
-    /// How many times `poll` has returned (for `/stats`).
+    /// How many times the poller's wait has returned (for `/stats`).
     pub fn turns(&self) -> u64 {
         self.turns
     }
@@ -279,7 +279,7 @@ impl<S: 'static> EventLoop<S> {
     // ANCHOR: call
     /// Runs `on_readable` (or else `on_writable`) of `token`'s handler, if it still wants it.
     fn call(&mut self, token: Token, readable: bool, state: &mut S) {
-        // `poll` reported this before the turn's first callback, which may since have
+        // The poller reported this before the turn's first callback, which may since have
         // deregistered it or changed its interest: look again (Redis: `fe->mask & mask`).
         let Some(registration) = self.registrations.get(&token) else { return };
         let interest = registration.interest;

@@ -97,8 +97,7 @@ fn main() {
             },
         };
         if let Err(error) = event_loop.turn(timeout, &mut server) {
-            log!("poll failed: {error}");
-            std::process::exit(1);
+            fail("wait", error);
         }
     }
     log!("shut down with {} connections open; bye", server.connections_open);

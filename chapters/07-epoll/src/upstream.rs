@@ -30,8 +30,8 @@ pub fn fetch<S: 'static>(
     // The loop's half of the socket, and a promise that resolves when it becomes writable.
     let (connected, writable) = Deferred::new(event_loop);
     let socket = UpstreamSocket { stream: stream.clone(), ready: Some(connected) };
-    let writable_now = Interest { readable: false, writable: true };
-    let socket = event_loop.register(socket, writable_now).map_err(|_| cannot_connect())?;
+    let until_connected = Interest { readable: false, writable: true };
+    let socket = event_loop.register(socket, until_connected).map_err(|_| cannot_connect())?;
     trace!("upstream {address}: connecting (token {})", socket.0);
     let (timeout, five_seconds) = promise::delay(event_loop, upstream::TIMEOUT);
 

@@ -142,7 +142,7 @@ async fn accept(listener: Async<TcpListener>, server: Rc<Server>) {
                 log!("accept: {error}; pausing accepts");
                 time::sleep(Duration::from_millis(100)).await;
             }
-            Err(error) => trace!("accept: {error}"), // a client that reset before we took it
+            Err(error) => trace!("accept: {error}"), // it reset first, or epoll refused it
         }
     }
     // Dropped here: the listener closes, and new connects fail at once.

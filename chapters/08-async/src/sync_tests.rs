@@ -165,3 +165,34 @@ fn leaving_an_events_line_wakes_nobody() {
     turns(&mut executor, 3);
     assert_eq!(polls.get(), 1, "the second was not woken");
 }
+
+#[test]
+fn a_waiter_served_wakes_nobody_when_no_permit_is_left() {
+    // The task served takes the last permit: the next in line would only poll and wait again.
+    let mut executor = Executor::default();
+    let (slots, release, polls) = (Semaphore::new(1), Event::default(), Rc::new(Cell::new(0)));
+    let (holder_slots, holder_release) = (slots.clone(), release.clone());
+    spawn(async move {
+        let _permit = holder_slots.acquire().await;
+        holder_release.wait().await;
+    });
+    let second_slots = slots.clone();
+    spawn(async move {
+        let _permit = second_slots.acquire().await;
+        std::future::pending::<()>().await; // keeps the permit
+    });
+    let (third_slots, third_polls) = (slots.clone(), polls.clone());
+    spawn(async move {
+        let mut acquire = std::pin::pin!(third_slots.acquire());
+        poll_fn(|cx| {
+            third_polls.set(third_polls.get() + 1);
+            acquire.as_mut().poll(cx)
+        })
+        .await;
+    });
+    turns(&mut executor, 3);
+    assert_eq!(polls.get(), 1, "polled once, then waiting");
+    release.set(); // the holder's permit goes to the second task, first in line
+    turns(&mut executor, 3);
+    assert_eq!(polls.get(), 1, "the third was not woken: no permit is left");
+}

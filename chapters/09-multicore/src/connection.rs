@@ -229,9 +229,9 @@ impl Client {
 /// Asks the application what to do, and does it: each wait is an `.await`. A file's answer
 /// comes with its first chunk; the rest follows (`send_file`).
 async fn answer(request: &http::Request<'_>, server: &Server) -> (Response, Option<Chunk>) {
-    match app::handle(request, &server.context()) {
+    match app::handle(request, &server.context(request.path)) {
         Action::Respond(mut response) => {
-            if request.path == "/stats" {
+            if request.path == "/stats" && response.status == 200 {
                 server.add_thread_lines(&mut response); // new in chapter 9: a line per loop
             }
             (response, None)

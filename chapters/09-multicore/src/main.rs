@@ -56,7 +56,10 @@ pub struct Loops {
     port: u16,
 }
 
+/// Aligned so that each loop's counters have cache lines of their own (128 bytes: some
+/// CPUs fetch lines in pairs): a loop writing its own never slows another loop's.
 #[derive(Default)]
+#[repr(align(128))]
 pub struct Counters {
     connections_open: AtomicU64,
     requests_served: AtomicU64,
@@ -118,21 +121,21 @@ fn main() {
         let spawned = thread.spawn(move || run_loop(index, listener, None, config, loops));
         others.push(spawned.unwrap_or_else(|error| fail("start a loop's thread", error)));
     }
-    run_loop(0, own, Some(signals), config, loops.clone());
+    let mut open = run_loop(0, own, Some(signals), config, loops);
     for other in others {
-        let _ = other.join();
+        open += other.join().unwrap_or(0);
     }
     // ANCHOR_END: threads
-    let open: u64 = loops.counters.iter().map(|c| c.connections_open.load(Ordering::Relaxed)).sum();
     log!("shut down with {open} connections open; bye");
 }
 
 // ANCHOR: run_loop
-/// One loop, from start to shutdown: chapter 8's `main`, for one thread.
+/// One loop, from start to shutdown: chapter 8's `main`, for one thread. Returns how many
+/// of its connections were still open when it stopped.
 fn run_loop(
     index: usize, listener: TcpListener, signals: Option<Signals>, config: Config,
     loops: Arc<Loops>,
-) {
+) -> u64 {
     let files = Files::new(config.workers, config.queue_limit, config.fs_delay);
     let files = files.unwrap_or_else(|error| fail("start the thread pool", error));
     let server = Rc::new(Server {
@@ -163,10 +166,9 @@ fn run_loop(
     loop {
         if server.shutdown.is_set() {
             let deadline = *shutdown_deadline.get_or_insert_with(|| Instant::now() + GRACE_PERIOD);
-            if server.counters().connections_open.load(Ordering::Relaxed) == 0
-                || Instant::now() >= deadline
-            {
-                break;
+            let open = server.counters().connections_open.load(Ordering::Relaxed);
+            if open == 0 || Instant::now() >= deadline {
+                return open; // read now: dropping the executor drops the tasks still open
             }
         }
         let timeout = shutdown_deadline
@@ -186,8 +188,13 @@ impl Server {
         &self.loops.counters[self.index]
     }
 
-    /// What the application needs to know: `/stats` sums every loop's counters.
-    fn context(&self) -> Context<'_> {
+    /// What the application needs to know. Only `/stats` shows the counters, and adding
+    /// them up reads every loop's cache lines, so the other paths skip it.
+    fn context(&self, path: &str) -> Context<'_> {
+        let upstream = self.config.upstream;
+        if path != "/stats" {
+            return Context { chapter: self.config.chapter, upstream, stats: Stats::default() };
+        }
         let sum = |count: fn(&Counters) -> &AtomicU64| {
             self.loops.counters.iter().map(|counters| count(counters).load(Ordering::Relaxed)).sum()
         };
@@ -201,7 +208,7 @@ impl Server {
             jobs_running: jobs_running as u64,
             backend: "epoll",
         };
-        Context { chapter: self.config.chapter, upstream: self.config.upstream, stats }
+        Context { chapter: self.config.chapter, upstream, stats }
     }
 
     /// `/stats` says what each loop has served, a line each: `thread 0 requests_served 12`.
@@ -245,7 +252,7 @@ async fn accept(listener: Async<TcpListener>, server: Rc<Server>) {
                 log!("accept: {error}; pausing accepts");
                 time::sleep(Duration::from_millis(100)).await;
             }
-            Err(error) => trace!("accept: {error}"), // a client that reset before we took it
+            Err(error) => trace!("accept: {error}"), // it reset first, or epoll refused it
         }
     }
     // Dropped here: the listener closes, and new connects fail at once.

@@ -56,9 +56,10 @@ impl Line {
         was_first
     }
 
-    /// Leaves the line; if it was first, whoever is first now may go: wake them to see.
-    fn leave(&mut self, place: &Cell<Option<u64>>) {
-        if self.remove(place) {
+    /// Leaves the line. If it was first and there is `more` to hand out (it was woken for
+    /// it, then dropped, say), whoever is first now may go: wake them to see.
+    fn leave(&mut self, place: &Cell<Option<u64>>, more: bool) {
+        if self.remove(place) && more {
             self.wake_first();
         }
     }
@@ -146,7 +147,10 @@ impl Semaphore {
     /// A permit, once one is free and everyone who asked before has had theirs.
     pub async fn acquire(&self) -> Permit {
         let place = Cell::new(None);
-        let _leave = OnDrop(|| self.0.borrow_mut().1.leave(&place));
+        let _leave = OnDrop(|| {
+            let (permits, line) = &mut *self.0.borrow_mut();
+            line.leave(&place, *permits > 0)
+        });
         poll_fn(|cx| {
             let mut semaphore = self.0.borrow_mut();
             if semaphore.0 > 0 && semaphore.1.may_go(&place) {
@@ -195,7 +199,10 @@ impl<T> Queue<T> {
     /// The next value, as soon as there is one and everyone before has had theirs.
     pub async fn pop(&self) -> T {
         let place = Cell::new(None);
-        let _leave = OnDrop(|| self.0.borrow_mut().1.leave(&place));
+        let _leave = OnDrop(|| {
+            let (values, line) = &mut *self.0.borrow_mut();
+            line.leave(&place, !values.is_empty())
+        });
         poll_fn(|cx| {
             let mut queue = self.0.borrow_mut();
             if queue.1.may_go(&place) {
