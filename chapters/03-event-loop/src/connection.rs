@@ -106,16 +106,14 @@ impl Connection {
         trace!("fd {}: read {count} bytes", self.fd());
         if count == 0 {
             self.peer_closed = true;
-            // A client may shut its side right after sending its request and still wait
-            // for the answer (a "half-close"): only a lingering connection is finished here.
+            // A client that shut its side may still wait for its answer (a "half-close").
             if self.state == State::Lingering {
                 self.state = State::Done;
             }
             return;
         }
         if self.state != State::Reading {
-            // The last request is answered: throw away what follows, up to a limit, rather
-            // than store it, or a client that keeps sending could use up our memory.
+            // The last request is answered: count what follows and drop it, up to a limit.
             self.discarded += count;
             if self.discarded > MAX_DISCARD {
                 self.state = State::Done;

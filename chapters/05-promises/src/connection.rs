@@ -62,7 +62,7 @@ pub struct Connection {
     discarded: usize,
     /// A request whose answer comes later, and how to frame that answer.
     waiting: Option<(Effect, Framing)>,
-    /// Its timeouts count from here: connect, or the last output we gave it or it took.
+    /// Its timeouts count from here: connect, output given or taken, or a next request begun.
     since: Instant,
     /// It has had an answer: idle now, it is kept alive, no longer new.
     kept_alive: bool,
@@ -97,10 +97,9 @@ impl Connection {
 
     /// What the loop should watch for on this socket.
     pub fn interest(&self) -> Interest {
-        // Readable, always: that is also how we learn that a client went away. Except after
-        // end-of-file, which stays "readable" forever (a busy loop), and while much output
-        // waits: not reading pushes back on a client that never reads our answers.
-        // The same while a request waits and many more queue up behind it, unparsed.
+        // Readable, always (that is how we learn a client left), except after end-of-file,
+        // which stays "readable" forever (a busy loop), and while much output waits or many
+        // requests queue behind a waiting one: not reading pushes back on the client.
         let queue_full = self.waiting.is_some() && self.received.len() > MAX_PENDING_OUTPUT;
         let readable =
             !self.peer_closed && self.pending_output() <= MAX_PENDING_OUTPUT && !queue_full;
@@ -125,21 +124,22 @@ impl Connection {
         trace!("fd {}: read {count} bytes", self.fd());
         if count == 0 {
             self.peer_closed = true;
-            // A client may shut its side right after sending its request and still wait
-            // for the answer (a "half-close"): only a lingering connection is finished here.
+            // A client that shut its side may still wait for its answer (a "half-close").
             if self.state == State::Lingering {
                 self.state = State::Done;
             }
             return;
         }
         if self.state != State::Reading {
-            // The last request is answered: throw away what follows, up to a limit, rather
-            // than store it, or a client that keeps sending could use up our memory.
+            // The last request is answered: count what follows and drop it, up to a limit.
             self.discarded += count;
             if self.discarded > MAX_DISCARD {
                 self.state = State::Done;
             }
             return;
+        }
+        if self.received.is_empty() && self.kept_alive {
+            self.since = Instant::now(); // its next request begins: the header timeout from here
         }
         self.received.extend_from_slice(&chunk[..count]);
     }

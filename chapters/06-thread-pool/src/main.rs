@@ -113,7 +113,7 @@ impl Server {
             timers_pending: event_loop.timers_pending() as u64,
             jobs_queued: jobs_queued as u64,
             jobs_running: jobs_running as u64,
-            ..Stats::default() // one way to wait: chapter 7 chooses between two
+            ..Stats::default() // no `backend` line: chapter 7 adds one, with a choice of two
         }
     }
 

@@ -250,8 +250,8 @@ impl<S: 'static> EventLoop<S> {
             }
         }
 
-        // 3. Run the timers that are due, soonest first. One that a job adds now is due no
-        //    earlier than `now`, so a job that keeps re-arming itself cannot keep us here.
+        // 3. Run the timers that are due, soonest first. One that a job adds now is due after
+        //    `now` (the clock has moved on), so a job that re-arms itself cannot keep us here.
         let now = Instant::now();
         while let Some(job) = self.timers.pop_due(now) {
             trace!("timer fired");

@@ -73,9 +73,9 @@ struct Client {
     received: Vec<u8>,
     /// Answers not yet sent.
     out: Vec<u8>,
-    /// When the client's clock started: at connect, or when it last had an answer. Its
-    /// request must be in within its time from here (see `read_request`), however slowly
-    /// it trickles in: each read does not start the clock again.
+    /// When the client's clock started: at connect, when it last had an answer, or when its
+    /// next request began. Its request must be in within its time from here (see
+    /// `read_request`), however slowly it trickles in: each read does not restart it.
     since: Instant,
     /// It has had an answer: idle now, it is kept alive, no longer new.
     kept_alive: bool,
@@ -180,6 +180,9 @@ impl Client {
         trace!("fd {}: read {count} bytes", self.stream.get_ref().as_raw_fd());
         if count == 0 {
             return Err(io::Error::other("closed by the client")); // or half-closed: done
+        }
+        if idle && self.kept_alive {
+            self.since = Instant::now(); // its next request begins: the header timeout from here
         }
         Ok(())
     }

@@ -567,7 +567,10 @@ pub fn header_timeout(target: &Target) -> Probed {
     needs_own_server(target)?;
     let timeout = Duration::from_millis(500);
     let mut server = target.start(Options {
-        if_supported: vec![("--header-timeout", "0.5".into())],
+        if_supported: vec![
+            ("--header-timeout", "0.5".into()),
+            ("--keep-alive-timeout", "3".into()),
+        ],
         ..Options::default()
     })?;
     let mut client = connect(&server)?;
@@ -604,6 +607,28 @@ pub fn header_timeout(target: &Target) -> Probed {
             .wait_for_bytes(sent + timeout + TIMEOUT_SLACK)
             .map_err(|error| broken(format!("{what}: expected a 408, but {error}")))?;
         expect_408(&mut client, &server, sent, timeout, what)?;
+    }
+
+    // A kept-alive client idle for longer than the header timeout (but within the
+    // keep-alive timeout) has the whole header timeout for its next head, counted from its
+    // first byte: idle time is not taken from it.
+    let mut client = connect(&server)?;
+    sending(&mut client, &get("/hello"), "GET /hello")?;
+    let response = receive(&mut client, &server, false, "GET /hello")?;
+    if !response.says_close() {
+        thread::sleep(timeout * 2); // idle, as a browser between two clicks
+        let what = "a keep-alive client idle for 1 s that then sent its next head in two parts";
+        sending(&mut client, b"GET /hello HTTP/1.1\r\n", what)?;
+        thread::sleep(timeout / 5);
+        sending(&mut client, b"Host: suite\r\n\r\n", what)?;
+        let response = receive(&mut client, &server, false, what)?;
+        check!(
+            response.status == 200,
+            "{what} got {} instead of 200: with --keep-alive-timeout 3 and --header-timeout \
+             0.5, the header timeout counts from the first byte of the head, not from the \
+             last answer",
+            response.status
+        );
     }
 
     // A client that connects and sends nothing has not sent a head either. A 408 or a
