@@ -541,6 +541,21 @@ fn summary_lists_exactly_the_pages_that_exist() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// `page`, and the Markdown files it includes whole. mdBook pastes those into the page
+/// before rendering it, so their links and pictures are resolved from the *page's* folder,
+/// not their own.
+fn page_and_pasted_pages(page: &Path) -> Vec<PathBuf> {
+    let mut sources = vec![page.to_path_buf()];
+    sources.extend(
+        includes_in(page)
+            .into_iter()
+            .filter(|include| include.selector.is_none())
+            .map(|include| include.file)
+            .filter(|file| file.extension().is_some_and(|extension| extension == "md")),
+    );
+    sources
+}
+
 #[test]
 fn local_links_and_images_exist() {
     let src = book_src();
@@ -550,17 +565,7 @@ fn local_links_and_images_exist() {
             continue; // checked below, as part of the pages that include them
         }
         let folder = page.parent().expect("a page is inside book/src");
-        // mdBook pastes an included Markdown file into the page before rendering it, so
-        // the links in that file are resolved from the *page's* folder, not its own.
-        let mut sources = vec![page.clone()];
-        sources.extend(
-            includes_in(&page)
-                .into_iter()
-                .filter(|include| include.selector.is_none())
-                .map(|include| include.file)
-                .filter(|file| file.extension().is_some_and(|extension| extension == "md")),
-        );
-        for source in sources {
+        for source in page_and_pasted_pages(&page) {
             let Ok(text) = fs::read_to_string(&source) else {
                 continue; // a missing include is reported by the include test
             };
@@ -666,16 +671,7 @@ fn every_picture_a_page_shows_exists() {
             continue; // checked as part of the pages that include them
         }
         let folder = page.parent().expect("a page is inside book/src");
-        // An included Markdown file is pasted into the page: its paths are the page's.
-        let mut sources = vec![page.clone()];
-        sources.extend(
-            includes_in(&page)
-                .into_iter()
-                .filter(|include| include.selector.is_none())
-                .map(|include| include.file)
-                .filter(|file| file.extension().is_some_and(|extension| extension == "md")),
-        );
-        for source in sources {
+        for source in page_and_pasted_pages(&page) {
             let Ok(text) = fs::read_to_string(&source) else { continue };
             for (line, target) in pictures_in(&text) {
                 if !is_local(&target) {
