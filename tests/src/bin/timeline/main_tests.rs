@@ -30,13 +30,7 @@ fn the_command_line_picks_chapters_and_a_folder() {
 /// A run whose clients all got their answers, with `trace` as the server's trace.
 fn run_with(trace: &str) -> Run {
     let [a, b, c] = requests();
-    let seen = |request, port, connected, answered| Seen {
-        request,
-        local: format!("127.0.0.1:{port}"),
-        connected,
-        answered: Some((answered, 200)),
-        error: None,
-    };
+    let seen = Seen::answered;
     Run {
         trace: trace.to_string(),
         clients: vec![seen(a, 1, 0.5, 300.5), seen(b, 2, 50.5, 51.0), seen(c, 3, 100.5, 500.9)],

@@ -65,6 +65,16 @@ pub struct Seen {
     pub error: Option<String>,
 }
 
+#[cfg(test)]
+impl Seen {
+    /// For tests: a client on local port `port` that connected at `connected` and had a 200
+    /// at `answered`.
+    pub fn answered(request: Request, port: u16, connected: f64, answered: f64) -> Seen {
+        let local = format!("127.0.0.1:{port}");
+        Seen { request, local, connected, answered: Some((answered, 200)), error: None }
+    }
+}
+
 /// How late a client may connect (a busy machine can wake a thread late) before the run
 /// no longer shows the scenario, and is run again.
 pub const LATE_LIMIT_MS: f64 = 15.0;

@@ -30,13 +30,7 @@ fn chapter_4() -> (Timeline, Vec<Seen>) {
         ],
     };
     let [a, b, c] = requests();
-    let seen = |request, port, connected, answered| Seen {
-        request,
-        local: format!("127.0.0.1:{port}"),
-        connected,
-        answered: Some((answered, 200)),
-        error: None,
-    };
+    let seen = Seen::answered;
     let clients =
         vec![seen(a, 1001, 0.0, 500.5), seen(b, 1002, 50.0, 50.6), seen(c, 1003, 100.0, 500.4)];
     (timeline, clients)
