@@ -39,6 +39,9 @@ struct Socket {
     /// The program has closed (or shut the sending side of) this end of the connection:
     /// its FIN is sent or queued (FIN-WAIT-1 while unsent data still waits ahead of it).
     closed_here: bool,
+    /// A handshake not finished on our side (SYN-RECV): when a listening socket's queue is
+    /// full, the kernel drops the client's last ACK and retries later, seconds later.
+    half_open: bool,
 }
 
 /// The states of a connection whose local end has been closed: FIN-WAIT-1 and 2,
@@ -81,6 +84,7 @@ fn from_ss(port: u16) -> Option<Vec<Socket>> {
                 listening: state == "LISTEN",
                 receive_queue,
                 closed_here: CLOSED_HERE.contains(&state),
+                half_open: state == "SYN-RECV",
             })
             .filter(|_| state != "TIME-WAIT")
         })
@@ -116,6 +120,7 @@ fn from_proc(port: u16) -> Option<Vec<Socket>> {
                 receive_queue: u64::from_str_radix(receive_queue, 16).ok()?,
                 // FIN_WAIT1, FIN_WAIT2, CLOSE, LAST_ACK, CLOSING: the same states as above.
                 closed_here: ["04", "05", "07", "09", "0B"].contains(&state),
+                half_open: state == "03",
             })
             // TIME_WAIT (06): a closed connection that happened to use the same ports.
             .filter(|socket| socket.local_port == port && state != "06")
@@ -161,13 +166,25 @@ pub fn wait_until_read(client: &TcpStream, timeout: Duration) -> Option<bool> {
     })
 }
 
-/// Waits until the server has accepted every connection made to `server` so far: its
-/// listening socket's queue is empty. `Some(true)` if that was seen, `Some(false)` if
+/// Waits until the server has accepted every connection made to `server` so far: the
+/// queues of its listening sockets are empty (all of them: with `SO_REUSEPORT`, as in
+/// chapter 9, each loop has its own). `Some(true)` if that was seen, `Some(false)` if
 /// connections still waited at the deadline, `None` if the kernel cannot tell us.
 pub fn wait_until_accepted(server: SocketAddr, timeout: Duration) -> Option<bool> {
     wait_for(server.port(), timeout, |sockets| {
-        sockets.iter().find(|socket| socket.listening).map(|socket| socket.receive_queue == 0)
+        let mut listening = sockets.iter().filter(|socket| socket.listening).peekable();
+        listening.peek()?;
+        Some(listening.all(|socket| socket.receive_queue == 0))
     })
+}
+
+/// The connections to `server` that it has not accepted, for a message: how many wait,
+/// handshake done, in its listening sockets' queues, and how many handshakes are still
+/// half done (the queue was full). `None` if the kernel cannot tell us.
+pub fn not_accepted(server: SocketAddr) -> Option<(u64, usize)> {
+    let sockets = sockets_on(server.port())?;
+    let queued = sockets.iter().filter(|socket| socket.listening).map(|s| s.receive_queue);
+    Some((queued.sum(), sockets.iter().filter(|socket| socket.half_open).count()))
 }
 
 /// Waits until the server has closed its end of `client`'s connection: that end is in a
@@ -213,14 +230,51 @@ mod tests {
         }
         let short = Duration::from_millis(50);
         assert_eq!(wait_until_accepted(address, short), Some(false));
+        assert_eq!(not_accepted(address), Some((1, 0)));
         let (mut server_end, _) = listener.accept().unwrap();
         assert_eq!(wait_until_accepted(address, Duration::from_secs(1)), Some(true));
+        assert_eq!(not_accepted(address), Some((0, 0)));
 
         client.write_all(b"ping").unwrap();
         assert_eq!(wait_until_read(&client, short), Some(false));
         let mut buffer = [0u8; 4];
         std::io::Read::read_exact(&mut server_end, &mut buffer).unwrap();
         assert_eq!(wait_until_read(&client, Duration::from_secs(1)), Some(true));
+    }
+
+    #[test]
+    fn waits_for_every_listener_of_a_shared_port() {
+        // Chapter 9 has a listening socket per loop on one port (SO_REUSEPORT), and the
+        // kernel hands each connection to one of them.
+        let first = shared::listener::bind_with("127.0.0.1", 0, |s| s.set_reuse_port(true));
+        let first = first.unwrap();
+        let address = first.local_addr().unwrap();
+        let second =
+            shared::listener::bind_with("127.0.0.1", address.port(), |s| s.set_reuse_port(true));
+        let second = second.unwrap();
+        if not_accepted(address).is_none() {
+            print_uncaptured(
+                "SKIPPED: kernel::waits_for_every_listener_of_a_shared_port: neither `ss` nor \
+                 /proc/net/tcp lists our sockets here",
+            );
+            return;
+        }
+        let drain = |listener: &TcpListener| {
+            listener.set_nonblocking(true).unwrap();
+            std::iter::from_fn(|| listener.accept().ok()).count()
+        };
+        // Each way round, whichever the kernel lists first: one queue empty, one not.
+        let mut clients = Vec::new();
+        for (drained, other) in [(&first, &second), (&second, &first)] {
+            clients.extend((0..16).map(|_| TcpStream::connect(address).unwrap()));
+            let left = 16 - drain(drained);
+            if left > 0 {
+                assert_eq!(wait_until_accepted(address, Duration::from_millis(50)), Some(false));
+                assert_eq!(not_accepted(address), Some((left as u64, 0)));
+            }
+            assert_eq!(drain(other), left);
+            assert_eq!(wait_until_accepted(address, Duration::from_secs(1)), Some(true));
+        }
     }
 
     #[test]

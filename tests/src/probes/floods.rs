@@ -34,6 +34,7 @@ use super::{
     PROMPTLY,
 };
 use crate::client::{show, Client, ReadError};
+use crate::kernel;
 use crate::manifest::{self, Capability, Expect};
 use crate::resources::{self, mebibytes};
 use crate::server::{Options, Server};
@@ -564,6 +565,19 @@ enum Crowd {
     Stuck(String),
 }
 
+/// What the kernel says of the connections the server has not taken, for a message: still
+/// queued (the server stopped calling `accept`), half done (its queue overflowed), or none
+/// (it accepted them all, and closed some).
+fn not_accepted_note(server: &Server) -> String {
+    match kernel::not_accepted(server.address) {
+        Some((queued, half_open)) => format!(
+            " (the kernel holds {queued} connections waiting for `accept` and {half_open} \
+             handshakes not finished)"
+        ),
+        None => String::new(),
+    }
+}
+
 /// Connects [`IDLE_CLIENTS`] clients that say nothing to `server` (process `pid`, which
 /// held `at_rest` descriptors before anyone connected), and waits until it has accepted
 /// them all.
@@ -602,9 +616,10 @@ fn crowd(server: &Server, pid: u32, at_rest: usize) -> Result<Crowd, Stop> {
         check!(
             most >= wanted,
             "with {} idle clients connected, the server held only {} descriptors ({at_rest} \
-             at rest): it stopped accepting",
+             at rest): it stopped accepting{}",
             idle.len(),
-            most
+            most,
+            not_accepted_note(server)
         );
     }
     // The count of descriptors may include a few that are not idle clients (a busy
