@@ -33,6 +33,22 @@ pub enum Action<'a> {
 }
 // ANCHOR_END: action
 
+impl Action<'_> {
+    /// The same action, owning what it borrowed from the request: for a chapter that reads
+    /// on (into the buffer the request came from) while the action waits.
+    pub fn into_owned(self) -> Action<'static> {
+        match self {
+            Action::Respond(response) => Action::Respond(response),
+            Action::Sleep { ms } => Action::Sleep { ms },
+            Action::ReadFile { path } => Action::ReadFile { path },
+            Action::Upstream { address, path_and_query } => Action::Upstream {
+                address,
+                path_and_query: Cow::Owned(path_and_query.into_owned()),
+            },
+        }
+    }
+}
+
 /// The numbers `/stats` shows. Each chapter keeps them; a chapter without timers or jobs
 /// leaves those at 0.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -7,8 +7,10 @@
 //! compiler builds that state machine from [`serve`]: each `.await` is a state, and the
 //! local variables are what it remembers. Timeouts are [`timeout`]s around the awaits,
 //! and when the task ends (or is dropped) everything it holds, its socket, its timers, its
-//! wait for the disk, is dropped with it.
+//! wait for the disk, is dropped with it. While an answer waits, the client is listened
+//! to ([`Client::listening`]), so that one who leaves ends the task at once.
 
+use std::future::{self, Future};
 use std::io;
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsRawFd;
@@ -22,6 +24,7 @@ use shared::trace;
 
 use crate::fs::Chunk;
 use crate::net::Async;
+use crate::race::{race, Winner};
 use crate::time::{sleep, timeout};
 use crate::{upstream, Server};
 
@@ -29,6 +32,10 @@ use crate::{upstream, Server};
 const MAX_PENDING_OUTPUT: usize = 1024 * 1024;
 /// How much a client may still send after its last answer before we stop being polite.
 const MAX_DISCARD: usize = 1024 * 1024;
+/// How long a lingering close waits for more from the client. What it sent before it saw
+/// our last answer is a round trip away at most: a client quiet for this long has sent all
+/// it will, and must not hold its socket (or a shutdown) open by keeping quiet.
+const LINGER_QUIET: Duration = Duration::from_millis(500);
 
 // ANCHOR: serve
 /// The task for one client.
@@ -87,15 +94,17 @@ impl Client {
     /// last answer is sent; `Err` when the client left, failed or timed out.
     async fn serve(&mut self, server: &Server) -> io::Result<()> {
         loop {
-            let (response, first_chunk, framing, consumed) = match http::parse(&self.received) {
+            let (action, framing, consumed) = match http::parse(&self.received) {
                 Parse::Complete { request, consumed } => {
-                    let (response, first_chunk) = answer(&request, server).await;
-                    (response, first_chunk, Framing::for_request(&request), consumed)
+                    // Owned: the request's bytes go, and more are read, while it waits.
+                    let action = app::handle(&request, &server.context()).into_owned();
+                    (action, Framing::for_request(&request), consumed)
                 }
                 // After a framing error we cannot tell where a next request would begin:
                 // answer, then close.
                 Parse::Invalid(error) => {
-                    (Response::from_parse_error(error), None, Framing::CLOSE, self.received.len())
+                    let response = Response::from_parse_error(error);
+                    (Action::Respond(response), Framing::CLOSE, self.received.len())
                 }
                 Parse::Incomplete => {
                     self.send(server).await?; // nothing more to answer now: send it all
@@ -104,10 +113,19 @@ impl Client {
                 }
             };
             self.received.drain(..consumed);
+            http::trim_buffer(&mut self.received); // a big request's room goes back
+            let (response, file) = match action {
+                Action::Respond(response) => (response, None),
+                // An answer that must wait: the answers ready before it go out first, and
+                // the client is listened to meanwhile, so that it costs nothing once gone.
+                wait => {
+                    self.send(server).await?;
+                    self.listening(perform(wait, server)).await?
+                }
+            };
             let keep_alive = self.respond(&response, framing, server);
-            let body = first_chunk.filter(|chunk| !framing.head_only && chunk.length > 0);
-            if let Some(chunk) = body {
-                self.send_file(chunk, server).await?;
+            if let Some((chunk, length)) = file.filter(|_| !framing.head_only) {
+                self.send_file(chunk, length, server).await?;
             }
             if !keep_alive {
                 return self.send(server).await;
@@ -119,10 +137,39 @@ impl Client {
     }
     // ANCHOR_END: loop
 
+    // ANCHOR: listening
+    /// Waits for `wait` while reading what the client sends meanwhile, as chapter 7's
+    /// connection stayed readable: pipelined requests are kept for later (up to a limit:
+    /// past it we stop reading, which pushes back on the client), and a client that leaves
+    /// (a reset, an error) ends the wait at once: `race` drops it, and with it its timer,
+    /// its place in line, its connection to the upstream. A client that only shut its
+    /// sending side (end-of-file) may still want its answers: we stop reading, and wait on.
+    async fn listening<T>(&mut self, wait: impl Future<Output = T>) -> io::Result<T> {
+        let (stream, received) = (&self.stream, &mut self.received);
+        let listen = async {
+            while received.len() <= MAX_PENDING_OUTPUT {
+                match stream.read_to(received).await {
+                    Ok(0) => break,
+                    Ok(_) => {}
+                    Err(error) => return error,
+                }
+            }
+            future::pending().await // only the wait can end the race now
+        };
+        match race(wait, listen).await {
+            Winner::First(output) => Ok(output),
+            Winner::Second(error) => Err(error),
+        }
+    }
+    // ANCHOR_END: listening
+
     // ANCHOR: send_file
-    /// Sends a file's body a chunk at a time, each read on the pool once the last is sent.
-    async fn send_file(&mut self, mut chunk: Chunk, server: &Server) -> io::Result<()> {
-        let mut left = chunk.length;
+    /// Sends a file's body, `length` bytes, a chunk at a time, each read on the pool once
+    /// the last is sent.
+    async fn send_file(
+        &mut self, mut chunk: Chunk, length: u64, server: &Server,
+    ) -> io::Result<()> {
+        let mut left = length;
         loop {
             chunk.bytes.truncate(left as usize); // the file may have grown: send what we said
             if chunk.bytes.is_empty() {
@@ -135,7 +182,7 @@ impl Client {
             if left == 0 {
                 return Ok(());
             }
-            let next = server.files.read(chunk.file, chunk.length).await;
+            let next = self.listening(server.files.read(chunk.file)).await?;
             chunk = next.map_err(|_| io::Error::other("the file could not be read"))?;
         }
     }
@@ -165,12 +212,18 @@ impl Client {
             deadline.saturating_duration_since(Instant::now()),
             self.stream.read_to(&mut self.received),
         );
-        let read = if idle { server.shutdown.cancels(read).await } else { Some(read.await) };
+        let read = if idle {
+            match race(read, server.shutdown.wait()).await {
+                Winner::First(read) => read,
+                Winner::Second(()) => return Err(io::Error::other("shutting down")),
+            }
+        } else {
+            read.await
+        };
         let count = match read {
-            None => return Err(io::Error::other("shutting down")),
-            Some(Ok(read)) => read?,
-            Some(Err(_elapsed)) if idle => return Err(io::ErrorKind::TimedOut.into()),
-            Some(Err(_elapsed)) => {
+            Ok(read) => read?,
+            Err(_elapsed) if idle => return Err(io::ErrorKind::TimedOut.into()),
+            Err(_elapsed) => {
                 let timeout = Response { close: true, ..Response::error(408, "too slow") };
                 self.respond(&timeout, Framing::CLOSE, server);
                 self.send(server).await?;
@@ -204,21 +257,22 @@ impl Client {
             self.kept_alive = true;
         }
         self.out.clear();
-        self.out.shrink_to(64 * 1024);
+        http::trim_buffer(&mut self.out); // the megabytes of a big answer go back
         Ok(())
     }
 
     /// Closes without losing the answer: shut our side, and read until the client closes
-    /// its side (or sends too much, or takes too long). nginx calls this a lingering close.
+    /// its side, or sends too much, or nothing for `LINGER_QUIET`, or in all for longer than
+    /// the keep-alive timeout. nginx calls this a lingering close.
     async fn linger(&mut self, server: &Server) {
         let _ = self.stream.get_ref().shutdown(Shutdown::Write);
         let mut discarded = 0;
         let discard = async {
             while discarded <= MAX_DISCARD {
                 self.received.clear();
-                match self.stream.read_to(&mut self.received).await {
-                    Ok(count) if count > 0 => discarded += count,
-                    _ => return,
+                match timeout(LINGER_QUIET, self.stream.read_to(&mut self.received)).await {
+                    Ok(Ok(count)) if count > 0 => discarded += count,
+                    _ => return, // closed, failed, or quiet: nothing more is coming
                 }
             }
         };
@@ -228,10 +282,10 @@ impl Client {
 }
 
 // ANCHOR: answer
-/// Asks the application what to do, and does it: each wait is an `.await`. A file's answer
-/// comes with its first chunk; the rest follows (`send_file`).
-async fn answer(request: &http::Request<'_>, server: &Server) -> (Response, Option<Chunk>) {
-    match app::handle(request, &server.context()) {
+/// Does what the application asked for that must wait: each wait is an `.await`. A file's
+/// answer comes with its first chunk and the file's length; the rest follows (`send_file`).
+async fn perform(action: Action<'static>, server: &Server) -> (Response, Option<(Chunk, u64)>) {
+    match action {
         Action::Respond(response) => (response, None),
         Action::Sleep { ms } => {
             sleep(Duration::from_millis(ms)).await;
@@ -239,7 +293,10 @@ async fn answer(request: &http::Request<'_>, server: &Server) -> (Response, Opti
         }
         Action::ReadFile { path } => {
             match server.files.open(server.config.root.clone(), path.clone()).await {
-                Ok(chunk) => (files::streamed_response(&path, chunk.length), Some(chunk)),
+                Ok((chunk, length)) => {
+                    let file = Some((chunk, length)).filter(|_| length > 0);
+                    (files::streamed_response(&path, length), file)
+                }
                 Err(response) => (response, None),
             }
         }

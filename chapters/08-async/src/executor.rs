@@ -7,9 +7,9 @@
 //! ready, it calls `wake`, which puts the task back in the run queue, and the executor
 //! polls it again. Nothing else ever runs a task: no waker, no progress.
 //!
-//! [`Executor::turn`] is one turn of the loop, the same turn as in chapters 3-7: run the
-//! tasks that were woken, then wait (in the reactor, see `reactor.rs`) until a socket is
-//! ready or a timer is due (`time.rs`), which wakes more tasks.
+//! [`Executor::turn`] is one turn of the loop, the same turn as in chapters 3-7: wait (in
+//! the reactor, see `reactor.rs`) until a socket is ready or a timer is due (`time.rs`),
+//! which wakes tasks, then run the tasks that were woken.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
@@ -20,9 +20,11 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Wake, Waker};
+use std::thread::{self, ThreadId};
 use std::time::Duration;
 
 use shared::log;
+use shared::waker::Waker as SelfPipe;
 
 use crate::{reactor, time};
 
@@ -31,8 +33,8 @@ use crate::{reactor, time};
 type Task = Pin<Box<dyn Future<Output = ()>>>;
 
 /// The tasks that have been woken and wait to be polled, by number. A waker may be called
-/// from any thread (`Waker` is `Send`), so the queue has a lock; ours are all called on
-/// the loop's thread, so nobody ever waits for it.
+/// from any thread (`Waker` is `Send`; a pool worker calls one when a file is read), so
+/// the queue has a lock.
 type RunQueue = Arc<Mutex<VecDeque<u64>>>;
 
 thread_local! {
@@ -41,6 +43,8 @@ thread_local! {
     /// Tasks spawned and not yet taken in by the executor: `spawn` works from anywhere on
     /// the loop's thread, inside a task too, while the executor is busy polling.
     static SPAWNED: RefCell<Vec<Task>> = const { RefCell::new(Vec::new()) };
+    /// What the task being polled may still read and write in this poll (see `spend`).
+    static BUDGET: Cell<u32> = const { Cell::new(BUDGET_PER_POLL) };
 }
 
 /// Starts `future` as a task of its own, on this thread's executor.
@@ -49,6 +53,26 @@ pub fn spawn(future: impl Future<Output = ()> + 'static) {
 }
 // ANCHOR_END: spawn
 
+// ANCHOR: budget
+/// How many reads and writes a task may make in one poll. Tokio's budget is the same idea.
+const BUDGET_PER_POLL: u32 = 32;
+
+/// Spends one of the running task's reads or writes: `Ready` while it has some left.
+/// Else the task must let the others run: it is woken at once, to go on next turn, and
+/// `Pending` takes it back to the executor. Without this, a client that always has input
+/// (a flood of pipelined requests) never meets `EAGAIN`, so its task never returns
+/// `Pending`, and no other task runs again. Every read and write calls it (`net.rs`).
+pub fn spend(cx: &mut Context) -> Poll<()> {
+    let left = BUDGET.get();
+    if left == 0 {
+        cx.waker().wake_by_ref();
+        return Poll::Pending;
+    }
+    BUDGET.set(left - 1);
+    Poll::Ready(())
+}
+// ANCHOR_END: budget
+
 // ANCHOR: waker
 /// What a task's `Waker` does: put the task back in the run queue, once. A task woken
 /// twice before it runs again (its socket and its timer, say) runs once.
@@ -56,6 +80,9 @@ struct TaskWaker {
     id: u64,
     queued: AtomicBool,
     run_queue: RunQueue,
+    /// The loop's thread, and the self-pipe that wakes it from any other thread.
+    home: ThreadId,
+    doorbell: Arc<SelfPipe>,
 }
 
 impl Wake for TaskWaker {
@@ -66,13 +93,17 @@ impl Wake for TaskWaker {
     fn wake_by_ref(self: &Arc<Self>) {
         if !self.queued.swap(true, Ordering::AcqRel) {
             self.run_queue.lock().unwrap_or_else(PoisonError::into_inner).push_back(self.id);
+            // Woken from another thread (a pool worker): the loop may be asleep in epoll,
+            // where a queue it cannot see would not wake it. Ring.
+            if thread::current().id() != self.home {
+                self.doorbell.wake();
+            }
         }
     }
 }
 // ANCHOR_END: waker
 
 // ANCHOR: executor
-#[derive(Default)]
 pub struct Executor {
     /// Every task not yet finished, with the waker that wakes it.
     tasks: HashMap<u64, (Task, Arc<TaskWaker>)>,
@@ -80,31 +111,47 @@ pub struct Executor {
     /// The tasks taken from the run queue to poll this turn.
     woken: VecDeque<u64>,
     next_id: u64,
+    doorbell: Arc<SelfPipe>,
 }
 
 impl Executor {
-    /// One turn: runs the tasks that are ready, then waits until a socket is ready, a timer
-    /// is due (at most `timeout`; `None`: no limit of its own), and wakes their tasks.
+    pub fn new() -> io::Result<Executor> {
+        Ok(Executor {
+            tasks: HashMap::new(),
+            run_queue: RunQueue::default(),
+            woken: VecDeque::new(),
+            next_id: 0,
+            doorbell: reactor::doorbell()?,
+        })
+    }
+
+    /// One turn: waits until a socket is ready or a timer is due (at most `timeout`;
+    /// `None`: no limit of its own), which wakes their tasks, then runs the woken tasks.
     pub fn turn(&mut self, timeout: Option<Duration>) -> io::Result<()> {
-        self.run_ready();
-        // Tasks woken or spawned by the others this turn: look, but do not sleep.
+        // Tasks spawned or woken already: look, but do not sleep.
         let woken = !self.run_queue.lock().unwrap_or_else(PoisonError::into_inner).is_empty();
         let ready = woken || SPAWNED.with(|spawned| !spawned.borrow().is_empty());
         let timeout = if ready { Some(Duration::ZERO) } else { time::until_next(timeout) };
         reactor::wait(timeout)?; // wakes the tasks whose sockets are ready
         time::wake_due(); // and those whose timers are due
         TURNS.set(TURNS.get() + 1);
+        self.run_ready();
         Ok(())
     }
 
-    /// Polls every task that is ready: new ones, and those woken since the last turn.
+    /// Polls every task that is ready: new ones, and those woken before this turn began.
     /// A task woken while this runs waits for the next turn, so none can starve the rest.
     fn run_ready(&mut self) {
         for task in SPAWNED.with(|spawned| std::mem::take(&mut *spawned.borrow_mut())) {
             let id = self.next_id;
             self.next_id += 1;
-            let run_queue = self.run_queue.clone();
-            let waker = Arc::new(TaskWaker { id, queued: AtomicBool::new(false), run_queue });
+            let waker = Arc::new(TaskWaker {
+                id,
+                queued: AtomicBool::new(false),
+                run_queue: self.run_queue.clone(),
+                home: thread::current().id(),
+                doorbell: self.doorbell.clone(),
+            });
             self.tasks.insert(id, (task, waker.clone()));
             waker.wake(); // to run for the first time
         }
@@ -119,6 +166,7 @@ impl Executor {
             task_waker.queued.store(false, Ordering::Release); // a wake from now on counts
             let waker = Waker::from(task_waker.clone());
             let mut context = Context::from_waker(&waker);
+            BUDGET.set(BUDGET_PER_POLL);
             // A task that panics is a bug in that task: it ends, and the others go on.
             match panic::catch_unwind(AssertUnwindSafe(|| task.as_mut().poll(&mut context))) {
                 Ok(Poll::Pending) => {}

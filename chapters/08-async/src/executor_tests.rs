@@ -26,7 +26,7 @@ fn turn(executor: &mut Executor) {
 
 #[test]
 fn a_task_woken_twice_runs_once() {
-    let mut executor = Executor::default();
+    let mut executor = Executor::new().expect("executor");
     let (release, waker, polls) = (Rc::default(), Rc::default(), Rc::new(Cell::new(0)));
     spawn(gate(Rc::clone(&release), Rc::clone(&waker), Rc::clone(&polls)));
     turn(&mut executor);
@@ -47,7 +47,7 @@ fn a_task_woken_twice_runs_once() {
 
 #[test]
 fn a_finished_tasks_waker_is_harmless() {
-    let mut executor = Executor::default();
+    let mut executor = Executor::new().expect("executor");
     let (release, waker, polls) = (Rc::new(Cell::new(true)), Rc::default(), Rc::new(Cell::new(0)));
     spawn(async {});
     spawn(gate(release, Rc::clone(&waker), polls));
@@ -58,6 +58,8 @@ fn a_finished_tasks_waker_is_harmless() {
         id: 0,
         queued: AtomicBool::new(false),
         run_queue: executor.run_queue.clone(),
+        home: thread::current().id(),
+        doorbell: executor.doorbell.clone(),
     }));
     orphan.wake();
     turn(&mut executor); // finds no task 0: nothing happens
@@ -66,7 +68,7 @@ fn a_finished_tasks_waker_is_harmless() {
 
 #[test]
 fn a_task_can_spawn_tasks_which_run_on_the_next_turn() {
-    let mut executor = Executor::default();
+    let mut executor = Executor::new().expect("executor");
     let log = Rc::new(RefCell::new(Vec::new()));
     let inner_log = Rc::clone(&log);
     spawn(async move {
@@ -82,7 +84,7 @@ fn a_task_can_spawn_tasks_which_run_on_the_next_turn() {
 
 #[test]
 fn a_task_that_panics_is_dropped_and_the_others_run() {
-    let mut executor = Executor::default();
+    let mut executor = Executor::new().expect("executor");
     let ran = Rc::new(Cell::new(false));
     let other = Rc::clone(&ran);
     spawn(async { panic!("a bug in a task (this panic is expected)") });
@@ -94,7 +96,7 @@ fn a_task_that_panics_is_dropped_and_the_others_run() {
 
 #[test]
 fn a_task_spawned_by_a_task_runs_without_waiting_for_an_event() {
-    let mut executor = Executor::default();
+    let mut executor = Executor::new().expect("executor");
     let ran = Rc::new(Cell::new(false));
     let inner_ran = Rc::clone(&ran);
     spawn(async move { spawn(async move { inner_ran.set(true) }) });
@@ -105,4 +107,80 @@ fn a_task_spawned_by_a_task_runs_without_waiting_for_an_event() {
     assert!(start.elapsed() < Duration::from_secs(2), "a task to run: no waiting");
     turn(&mut executor);
     assert!(ran.get(), "the inner task ran in the next turn");
+}
+
+#[test]
+fn a_wake_from_another_thread_ends_the_loops_wait_at_once() {
+    // The Rust async book's `TimerFuture`: a thread sleeps, then fills the shared state and
+    // wakes the task's waker. The executor is waiting in epoll meanwhile, for up to 5 s.
+    struct Shared {
+        done: bool,
+        waker: Option<Waker>,
+    }
+    let mut executor = Executor::new().expect("executor");
+    let shared = Arc::new(Mutex::new(Shared { done: false, waker: None }));
+    let thread_shared = shared.clone();
+    let ran = Rc::new(Cell::new(false));
+    let task_ran = ran.clone();
+    spawn(async move {
+        poll_fn(|cx| {
+            let mut shared = shared.lock().expect("lock");
+            if shared.done {
+                return Poll::Ready(());
+            }
+            shared.waker = Some(cx.waker().clone());
+            Poll::Pending
+        })
+        .await;
+        task_ran.set(true);
+    });
+    turn(&mut executor); // the task runs, and leaves its waker
+    let started = std::time::Instant::now();
+    let timer = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(100));
+        let mut shared = thread_shared.lock().expect("lock");
+        shared.done = true;
+        if let Some(waker) = shared.waker.take() {
+            waker.wake(); // on this thread, not the loop's
+        }
+    });
+    while !ran.get() && started.elapsed() < Duration::from_secs(4) {
+        executor.turn(Some(Duration::from_secs(5))).expect("turn");
+    }
+    timer.join().expect("the timer thread");
+    assert!(ran.get(), "the task ran");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "woken at once, not when the wait timed out ({:?})",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn a_task_with_endless_input_lets_the_others_run() {
+    // A socket that is always ready (here: 64 KiB waiting, read a byte at a time) never
+    // says `EAGAIN`, so without a budget its task would read it all in one poll, and with a
+    // client that never stops sending, forever.
+    use crate::net::Async;
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+    let mut executor = Executor::new().expect("executor");
+    let (ours, peer) = UnixStream::pair().expect("socketpair");
+    ours.set_nonblocking(true).expect("nonblocking");
+    (&peer).write_all(&[b'x'; 64 * 1024]).expect("fill");
+    let (reads, other_ran) = (Rc::new(Cell::new(0u32)), Rc::new(Cell::new(false)));
+    let (task_reads, task_ran) = (reads.clone(), other_ran.clone());
+    spawn(async move {
+        let socket = Async::new(ours).expect("register");
+        let mut byte = [0u8; 1];
+        while socket.read_with(|socket| (&*socket).read(&mut byte)).await.is_ok() {
+            task_reads.set(task_reads.get() + 1);
+        }
+    });
+    spawn(async move { task_ran.set(true) });
+    turn(&mut executor);
+    assert_eq!(reads.get(), BUDGET_PER_POLL, "one poll: one budget's worth of reads");
+    assert!(other_ran.get(), "and the other task ran in the same turn");
+    turn(&mut executor);
+    assert_eq!(reads.get(), 2 * BUDGET_PER_POLL, "woken to go on, next turn");
 }

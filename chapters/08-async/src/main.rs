@@ -12,6 +12,7 @@ mod connection;
 mod executor;
 mod fs;
 mod net;
+mod race;
 mod reactor;
 mod sync;
 mod thread_pool;
@@ -35,7 +36,8 @@ use shared::{listener, log, trace};
 use executor::{spawn, Executor};
 use fs::Files;
 use net::Async;
-use sync::{Event, Semaphore};
+use race::{race, Winner};
+use sync::{Flag, Semaphore};
 
 /// How long a graceful shutdown waits for the connections still busy.
 const GRACE_PERIOD: Duration = Duration::from_secs(5);
@@ -44,8 +46,8 @@ const GRACE_PERIOD: Duration = Duration::from_secs(5);
 /// What the tasks share. Single-threaded: an `Rc`, and `Cell`s for what changes.
 pub struct Server {
     config: Config,
-    /// Set by SIGTERM: every connection waits on it along with its reads.
-    shutdown: Event,
+    /// Set by SIGTERM: every idle connection waits on it along with its read.
+    shutdown: Flag,
     connections_open: Cell<u64>,
     requests_served: Cell<u64>,
     /// The `Date` header's value, formatted once a second (`refresh_date`).
@@ -67,7 +69,7 @@ fn main() {
     let files = Files::new(config.workers, config.queue_limit, config.fs_delay);
     let files = files.unwrap_or_else(|error| fail("start the thread pool", error));
     let server = Rc::new(Server {
-        shutdown: Event::default(),
+        shutdown: Flag::default(),
         connections_open: Cell::new(0),
         requests_served: Cell::new(0),
         date: RefCell::new(date::now()),
@@ -79,15 +81,12 @@ fn main() {
     // ANCHOR: tasks
     spawn(accept(watch(listener), server.clone()));
     spawn(shut_down_on_signal(watch(signals), server.clone()));
-    let pool_waker = watch(server.files.pool.borrow().waker());
-    let deliverer = server.clone();
-    spawn(async move { deliverer.files.deliver(pool_waker).await });
     spawn(refresh_date(server.clone()));
     // ANCHOR_END: tasks
 
     // ANCHOR: loop
     // The loop: turn until a graceful shutdown is over, as in chapters 3 to 7.
-    let mut executor = Executor::default();
+    let mut executor = Executor::new().unwrap_or_else(|error| fail("start the executor", error));
     let mut shutdown_deadline = None;
     loop {
         if server.shutdown.is_set() {
@@ -109,7 +108,7 @@ fn main() {
 impl Server {
     /// What the application needs to know, `/stats` included.
     fn context(&self) -> Context<'_> {
-        let (jobs_queued, jobs_running) = self.files.pool.borrow().load();
+        let (jobs_queued, jobs_running) = self.files.pool.load();
         let stats = Stats {
             connections_open: self.connections_open.get(),
             requests_served: self.requests_served.get(),
@@ -126,9 +125,12 @@ impl Server {
 // ANCHOR: accept
 /// The listener's task: accepts clients, a task for each, until the server shuts down.
 async fn accept(listener: Async<TcpListener>, server: Rc<Server>) {
-    while let Some(accepted) =
-        server.shutdown.cancels(listener.read_with(TcpListener::accept)).await
-    {
+    loop {
+        let accept = listener.read_with(TcpListener::accept);
+        let accepted = match race(accept, server.shutdown.wait()).await {
+            Winner::First(accepted) => accepted,
+            Winner::Second(()) => break, // shutting down
+        };
         match accepted
             .and_then(|(stream, peer)| Ok((Async::new(stream_nonblocking(stream)?)?, peer)))
         {

@@ -5,7 +5,8 @@
 //! call goes through [`retry`]: try the non-blocking call; if the socket says `EAGAIN`,
 //! note that it is not ready, leave the task's waker with the reactor, and return
 //! `Pending`; when the task is polled again, try again. A read that an `async fn` awaits
-//! looks like a blocking read, and is one for the task: but never for the thread.
+//! looks like a blocking read, and is one for the task: but never for the thread. Each
+//! try spends one of the task's budget for this poll (`executor::spend`).
 
 use std::future::poll_fn;
 use std::io::{self, Read, Write};
@@ -15,20 +16,21 @@ use std::task::{ready, Poll};
 
 use shared::upstream;
 
-use crate::reactor::{Direction, Io};
+use crate::executor;
+use crate::reactor::{Direction, Source};
 
 // ANCHOR: async
 /// A descriptor registered with the reactor, for as long as this value lives.
 pub struct Async<T: AsFd> {
     inner: T,
-    io: Io,
+    source: Source,
 }
 
 impl<T: AsFd> Async<T> {
     /// Registers `inner`, which must already be non-blocking.
     pub fn new(inner: T) -> io::Result<Async<T>> {
-        let io = Io::register(inner.as_fd())?;
-        Ok(Async { inner, io })
+        let source = Source::register(inner.as_fd())?;
+        Ok(Async { inner, source })
     }
 
     pub fn get_ref(&self) -> &T {
@@ -38,31 +40,32 @@ impl<T: AsFd> Async<T> {
     /// Runs `call` on the descriptor until it does not say `EAGAIN`, waiting until the
     /// descriptor is readable before each try: `accept`, `read`, draining a pipe.
     pub async fn read_with<R>(&self, mut call: impl FnMut(&T) -> io::Result<R>) -> io::Result<R> {
-        retry(self.io, Direction::Read, || call(&self.inner)).await
+        retry(self.source, Direction::Read, || call(&self.inner)).await
     }
 
     /// The same, waiting until it is writable: `write`.
     pub async fn write_with<R>(&self, mut call: impl FnMut(&T) -> io::Result<R>) -> io::Result<R> {
-        retry(self.io, Direction::Write, || call(&self.inner)).await
+        retry(self.source, Direction::Write, || call(&self.inner)).await
     }
 }
 
 /// Out of the reactor before the descriptor closes, and so before its number is reused.
 impl<T: AsFd> Drop for Async<T> {
     fn drop(&mut self) {
-        self.io.deregister(self.inner.as_fd());
+        self.source.deregister(self.inner.as_fd());
     }
 }
 
 /// Tries `call` until it does not say `EAGAIN` (`WouldBlock`), waiting for readiness in
 /// `direction` between tries. The heart of this file: a future written by hand.
 async fn retry<R>(
-    io: Io, direction: Direction, mut call: impl FnMut() -> io::Result<R>,
+    source: Source, direction: Direction, mut call: impl FnMut() -> io::Result<R>,
 ) -> io::Result<R> {
     poll_fn(|cx| loop {
-        ready!(io.poll_ready(direction, cx)); // Pending, with the waker left, if not ready
+        ready!(source.poll_ready(direction, cx)); // Pending, with the waker left, if not ready
+        ready!(executor::spend(cx)); // Pending, woken for next turn, if the budget is spent
         match call() {
-            Err(error) if error.kind() == io::ErrorKind::WouldBlock => io.clear(direction),
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => source.clear(direction),
             Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
             result => return Poll::Ready(result),
         }
@@ -79,8 +82,8 @@ impl Async<TcpStream> {
         let stream = Async::new(upstream::start_connecting(address)?)?;
         // Not writable until then, whatever a new registration assumes. (epoll reports a
         // socket that is writable already as soon as it is registered.)
-        stream.io.clear(Direction::Write);
-        poll_fn(|cx| stream.io.poll_ready(Direction::Write, cx)).await;
+        stream.source.clear(Direction::Write);
+        poll_fn(|cx| stream.source.poll_ready(Direction::Write, cx)).await;
         match stream.get_ref().take_error()? {
             None => Ok(stream),
             Some(error) => Err(error),
@@ -91,17 +94,29 @@ impl Async<TcpStream> {
     /// closed. The scratch array is on the stack only while the read runs: an array held
     /// across an `.await` is stored in the task, and 10,000 idle tasks would carry one each.
     pub async fn read_to(&self, buffer: &mut Vec<u8>) -> io::Result<usize> {
-        self.read_with(|stream| {
-            let mut chunk = [0u8; 16 * 1024];
-            let count = (&*stream).read(&mut chunk)?;
-            buffer.extend_from_slice(&chunk[..count]);
-            Ok(count)
-        })
-        .await
+        const CHUNK: usize = 16 * 1024;
+        let count = self
+            .read_with(|stream| {
+                let mut chunk = [0u8; CHUNK];
+                let count = (&*stream).read(&mut chunk)?;
+                buffer.extend_from_slice(&chunk[..count]);
+                Ok(count)
+            })
+            .await?;
+        // Less than asked for: the socket is drained, and we know it without one more read
+        // to hear `EAGAIN` (a system call per request, saved). End-of-file (0) stays ready.
+        if count > 0 && count < CHUNK {
+            self.source.clear(Direction::Read);
+        }
+        Ok(count)
     }
 
     pub async fn write(&self, bytes: &[u8]) -> io::Result<usize> {
-        self.write_with(|stream| (&*stream).write(bytes)).await
+        let count = self.write_with(|stream| (&*stream).write(bytes)).await?;
+        if count < bytes.len() {
+            self.source.clear(Direction::Write); // the send buffer is full, as above
+        }
+        Ok(count)
     }
 
     pub async fn write_all(&self, mut bytes: &[u8]) -> io::Result<()> {

@@ -3,7 +3,8 @@
 
 use super::*;
 use crate::executor::{spawn, Executor};
-use std::future::poll_fn;
+use crate::race::race;
+use std::future::{poll_fn, Future};
 use std::time::Duration;
 
 fn turns(executor: &mut Executor, count: usize) {
@@ -19,23 +20,23 @@ fn note(log: &Log, line: impl Into<String>) {
 }
 
 #[test]
-fn an_event_wakes_every_waiter_once_set_and_stays_set() {
-    let mut executor = Executor::default();
-    let (event, log) = (Event::default(), Log::default());
+fn a_flag_wakes_every_waiter_once_set_and_stays_set() {
+    let mut executor = Executor::new().expect("executor");
+    let (flag, log) = (Flag::default(), Log::default());
     for name in ["a", "b"] {
-        let (event, log) = (event.clone(), log.clone());
+        let (flag, log) = (flag.clone(), log.clone());
         spawn(async move {
-            event.wait().await;
+            flag.wait().await;
             note(&log, name);
         });
     }
     turns(&mut executor, 3);
     assert!(log.borrow().is_empty());
-    event.set();
+    flag.set();
     turns(&mut executor, 2);
     assert_eq!(*log.borrow(), ["a", "b"]);
     let late = log.clone();
-    let set = event.clone();
+    let set = flag.clone();
     spawn(async move {
         set.wait().await; // set already: does not wait
         note(&late, "late");
@@ -46,10 +47,10 @@ fn an_event_wakes_every_waiter_once_set_and_stays_set() {
 
 #[test]
 fn a_waiter_polled_many_times_keeps_one_place() {
-    let event = Event::default();
-    let mut executor = Executor::default();
-    let waiting = event.clone();
-    // A task that waits for the event and is woken again and again by something else, as
+    let flag = Flag::default();
+    let mut executor = Executor::new().expect("executor");
+    let waiting = flag.clone();
+    // A task that waits for the flag and is woken again and again by something else, as
     // a connection waiting for a shutdown and for its socket is: each poll polls the wait.
     spawn(async move {
         let mut wait = std::pin::pin!(waiting.wait());
@@ -61,16 +62,16 @@ fn a_waiter_polled_many_times_keeps_one_place() {
         .await
     });
     turns(&mut executor, 6);
-    assert_eq!(event.0.borrow().1.waiting.len(), 1, "one place, however many polls");
-    event.set();
+    assert_eq!(flag.0.borrow().1.waiting.len(), 1, "one place, however many polls");
+    flag.set();
     turns(&mut executor, 2);
-    assert!(event.0.borrow().1.waiting.is_empty());
+    assert!(flag.0.borrow().1.waiting.is_empty());
 }
 
 #[test]
 fn a_semaphore_serves_first_come_first_served() {
-    let mut executor = Executor::default();
-    let (semaphore, log, release) = (Semaphore::new(1), Log::default(), Event::default());
+    let mut executor = Executor::new().expect("executor");
+    let (semaphore, log, release) = (Semaphore::new(1), Log::default(), Flag::default());
     for name in ["first", "second", "third"] {
         let (semaphore, log, release) = (semaphore.clone(), log.clone(), release.clone());
         spawn(async move {
@@ -94,7 +95,7 @@ fn a_semaphore_serves_first_come_first_served() {
 
 #[test]
 fn a_waiter_that_gives_up_passes_its_turn_on() {
-    let mut executor = Executor::default();
+    let mut executor = Executor::new().expect("executor");
     let (semaphore, log) = (Semaphore::new(1), Log::default());
     let held = Rc::new(RefCell::new(None));
     let holder = held.clone();
@@ -119,49 +120,26 @@ fn a_waiter_that_gives_up_passes_its_turn_on() {
 }
 
 #[test]
-fn a_queue_hands_values_in_order_and_loses_no_wake_up() {
-    let mut executor = Executor::default();
-    let (queue, log) = (Queue::new(), Log::default());
-    for name in ["a", "b"] {
-        let (queue, log) = (queue.clone(), log.clone());
-        spawn(async move {
-            let value: u32 = queue.pop().await;
-            note(&log, format!("{name} {value}"));
-        });
-    }
-    turns(&mut executor, 2);
-    queue.push(1);
-    queue.push(2); // both pushed before either taker runs: both must be woken
-    turns(&mut executor, 4);
-    assert_eq!(*log.borrow(), ["a 1", "b 2"]);
-    queue.push(3); // nobody waits: it stays for the next taker
-    let (late, late_log) = (queue.clone(), log.clone());
-    spawn(async move { note(&late_log, format!("late {}", late.pop().await)) });
-    turns(&mut executor, 2);
-    assert_eq!(log.borrow().last().map(String::as_str), Some("late 3"));
-}
-
-#[test]
-fn leaving_an_events_line_wakes_nobody() {
-    // Every idle connection waits on the shutdown event with its read; when a read ends, the
+fn leaving_a_flags_line_wakes_nobody() {
+    // Every idle connection waits on the shutdown flag with its read; when a read ends, the
     // others must not be woken for nothing (each would poll its socket and find it empty).
-    let mut executor = Executor::default();
-    let (event, polls, done) = (Event::default(), Rc::new(Cell::new(0)), Event::default());
-    let (first_event, first_done) = (event.clone(), done.clone());
+    let mut executor = Executor::new().expect("executor");
+    let (flag, polls, done) = (Flag::default(), Rc::new(Cell::new(0)), Flag::default());
+    let (first_flag, first_done) = (flag.clone(), done.clone());
     spawn(async move {
-        first_event.cancels(first_done.wait()).await; // leaves when `done` is set
+        race(first_flag.wait(), first_done.wait()).await; // leaves when `done` is set
     });
-    let (second_event, second_polls) = (event.clone(), polls.clone());
+    let (second_flag, second_polls) = (flag.clone(), polls.clone());
     spawn(async move {
         let counted = poll_fn(|_| {
             second_polls.set(second_polls.get() + 1);
             Poll::<()>::Pending
         });
-        second_event.cancels(counted).await;
+        race(second_flag.wait(), counted).await;
     });
     turns(&mut executor, 2);
     assert_eq!(polls.get(), 1, "polled once, then waiting");
-    done.set(); // the first task's wait ends: it leaves the event's line, first in it
+    done.set(); // the first task's wait ends: it leaves the flag's line, first in it
     turns(&mut executor, 3);
     assert_eq!(polls.get(), 1, "the second was not woken");
 }
@@ -169,8 +147,8 @@ fn leaving_an_events_line_wakes_nobody() {
 #[test]
 fn a_waiter_served_wakes_nobody_when_no_permit_is_left() {
     // The task served takes the last permit: the next in line would only poll and wait again.
-    let mut executor = Executor::default();
-    let (slots, release, polls) = (Semaphore::new(1), Event::default(), Rc::new(Cell::new(0)));
+    let mut executor = Executor::new().expect("executor");
+    let (slots, release, polls) = (Semaphore::new(1), Flag::default(), Rc::new(Cell::new(0)));
     let (holder_slots, holder_release) = (slots.clone(), release.clone());
     spawn(async move {
         let _permit = holder_slots.acquire().await;
@@ -195,4 +173,28 @@ fn a_waiter_served_wakes_nobody_when_no_permit_is_left() {
     release.set(); // the holder's permit goes to the second task, first in line
     turns(&mut executor, 3);
     assert_eq!(polls.get(), 1, "the third was not woken: no permit is left");
+}
+
+#[test]
+fn a_waker_that_looks_at_the_flag_does_not_find_it_borrowed() {
+    // A waker may run any code. This one reads the flag while it is woken: had `set` woken
+    // it with the flag still borrowed, `is_set` would panic ("already mutably borrowed").
+    thread_local! {
+        static WATCHED: RefCell<Option<Flag>> = const { RefCell::new(None) };
+        static SEEN: Cell<Option<bool>> = const { Cell::new(None) };
+    }
+    struct Peeker;
+    impl std::task::Wake for Peeker {
+        fn wake(self: std::sync::Arc<Self>) {
+            let set = WATCHED.with(|flag| flag.borrow().as_ref().map(Flag::is_set));
+            SEEN.set(set);
+        }
+    }
+    let flag = Flag::default();
+    WATCHED.with(|watched| *watched.borrow_mut() = Some(flag.clone()));
+    let waker = Waker::from(std::sync::Arc::new(Peeker));
+    let mut wait = std::pin::pin!(flag.wait());
+    assert!(wait.as_mut().poll(&mut Context::from_waker(&waker)).is_pending());
+    flag.set();
+    assert_eq!(SEEN.get(), Some(true), "woken, and saw the flag set");
 }

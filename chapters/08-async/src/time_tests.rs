@@ -15,7 +15,7 @@ fn run_until(executor: &mut Executor, done: impl Fn() -> bool) {
 
 #[test]
 fn a_timeout_fires_when_its_future_takes_too_long() {
-    let mut executor = Executor::default();
+    let mut executor = Executor::new().expect("executor");
     let outcome = Rc::new(RefCell::new(None));
     let store = outcome.clone();
     let started = Instant::now();
@@ -32,7 +32,7 @@ fn a_timeout_fires_when_its_future_takes_too_long() {
 
 #[test]
 fn a_future_that_finishes_first_cancels_its_timeout() {
-    let mut executor = Executor::default();
+    let mut executor = Executor::new().expect("executor");
     let outcome = Rc::new(RefCell::new(None));
     let store = outcome.clone();
     spawn(async move {
@@ -46,7 +46,7 @@ fn a_future_that_finishes_first_cancels_its_timeout() {
 
 #[test]
 fn a_sleep_polled_again_by_the_same_task_sets_no_second_timer() {
-    let mut executor = Executor::default();
+    let mut executor = Executor::new().expect("executor");
     let done = Rc::new(Cell::new(false));
     let finished = done.clone();
     spawn(async move {

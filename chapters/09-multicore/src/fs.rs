@@ -1,109 +1,109 @@
 //! Files, read on the thread pool: a task hands the blocking calls to a worker, and waits
-//! for the result, which comes back to it through a [`Queue`].
+//! until the worker has put the result where the task will look and woken it.
 //!
 //! As in chapter 7, a file is read a chunk (256 KiB) at a time, and the file travels with
-//! each job; the pool wakes the loop through its waker. The task that waits on that waker,
-//! [`Files::deliver`], hands each result to the task that asked for it.
+//! each job. What is new: the worker wakes the waiting task itself, with the task's own
+//! `Waker`, from its own thread. That is what `Waker` being `Send` is for, and the
+//! executor makes it work (a wake from another thread rings the loop's self-pipe). It is
+//! the Rust async book's `TimerFuture`, with a worker where its timer thread was.
 
-use std::cell::RefCell;
-use std::collections::HashMap;
 use std::fs::File;
+use std::future::poll_fn;
 use std::io;
+use std::panic::{self, AssertUnwindSafe};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Poll, Waker};
 use std::thread;
 use std::time::Duration;
 
 use shared::files;
 use shared::http::Response;
-use shared::waker::Waker;
 
-use crate::net::Async;
-use crate::sync::Queue;
-use crate::thread_pool::{JobId, ThreadPool};
+use crate::thread_pool::ThreadPool;
 
-/// A piece of a file, read on a worker: its bytes, the file's whole length, and the file,
-/// to read the next piece from.
+/// A piece of a file, read on a worker: its bytes, and the file, to read the next piece from.
 pub struct Chunk {
     pub bytes: Vec<u8>,
-    pub length: u64,
     pub file: File,
 }
 
-/// What a job gives back: its chunk or the error, or `Err` if it panicked.
-type Result = thread::Result<io::Result<Chunk>>;
-
 // ANCHOR: files
 pub struct Files {
-    pub pool: RefCell<ThreadPool<io::Result<Chunk>>>,
-    /// Where each job's result goes: the queue its task waits on.
-    waiting: RefCell<HashMap<JobId, Queue<Result>>>,
+    pub pool: ThreadPool,
     delay: Duration,
+}
+
+/// Where a job's result goes: filled on a worker, taken by the task that waits for it,
+/// which leaves its waker here to be woken when it is. `Err` if the job panicked.
+struct Slot<T> {
+    result: Option<thread::Result<io::Result<T>>>,
+    waker: Option<Waker>,
 }
 
 impl Files {
     /// `delay` is `--fs-delay-ms`, the simulated slow disk.
     pub fn new(workers: usize, queue_limit: usize, delay: Duration) -> io::Result<Files> {
-        let pool = RefCell::new(ThreadPool::new(workers, queue_limit)?);
-        Ok(Files { pool, waiting: RefCell::default(), delay })
+        Ok(Files { pool: ThreadPool::new(workers, queue_limit)?, delay })
     }
 
-    /// Opens `relative` under `root` and reads its first chunk, on a worker.
-    pub async fn open(
-        &self, root: PathBuf, relative: PathBuf,
-    ) -> std::result::Result<Chunk, Response> {
+    /// Opens `relative` under `root` and reads its first chunk, on a worker; the file's
+    /// length comes with it.
+    pub async fn open(&self, root: PathBuf, relative: PathBuf) -> Result<(Chunk, u64), Response> {
         let delay = self.delay;
-        let job = self.pool.borrow_mut().submit(move || {
+        self.run(false, move || {
             let (mut file, length) = files::open(&root, &relative, delay)?;
-            Ok(Chunk { bytes: files::read_chunk(&mut file, delay)?, length, file })
-        });
-        self.result(job).await
+            Ok((Chunk { bytes: files::read_chunk(&mut file, delay)?, file }, length))
+        })
+        .await
     }
 
     /// Reads the next chunk of a file that `open` opened, on a worker.
-    pub async fn read(&self, mut file: File, length: u64) -> std::result::Result<Chunk, Response> {
+    pub async fn read(&self, mut file: File) -> Result<Chunk, Response> {
         let delay = self.delay;
         // Never refused: the head has gone out, so a 503 could only cut the download short.
-        let job = self.pool.borrow_mut().submit_anyway(move || {
-            Ok(Chunk { bytes: files::read_chunk(&mut file, delay)?, length, file })
-        });
-        self.result(Some(job)).await
+        self.run(true, move || Ok(Chunk { bytes: files::read_chunk(&mut file, delay)?, file }))
+            .await
     }
 
-    /// `job`'s result, once a worker has run it; a 503 if the pool refused it (`None`).
-    async fn result(&self, job: Option<JobId>) -> std::result::Result<Chunk, Response> {
-        let Some(job) = job else {
-            return Err(Response::error(503, "too many file requests are waiting for the disk"));
+    /// Runs `job` on a worker and waits for its result; a 503 if the pool refused it (only
+    /// when not `anyway`).
+    async fn run<T: Send + 'static>(
+        &self, anyway: bool, job: impl FnOnce() -> io::Result<T> + Send + 'static,
+    ) -> Result<T, Response> {
+        let slot = Arc::new(Mutex::new(Slot { result: None, waker: None }));
+        let filled = slot.clone();
+        let work = move || {
+            // A job that panics gives its panic back, so that its task is not left waiting.
+            let result = panic::catch_unwind(AssertUnwindSafe(job));
+            let waker = {
+                let mut slot = filled.lock().unwrap_or_else(PoisonError::into_inner);
+                slot.result = Some(result);
+                slot.waker.take()
+            };
+            if let Some(waker) = waker {
+                waker.wake(); // on the worker's thread: it rings the loop's self-pipe
+            }
         };
-        let answer = Queue::new();
-        self.waiting.borrow_mut().insert(job, answer.clone());
-        let result = answer.pop().await;
-        match result {
+        if anyway {
+            self.pool.submit_anyway(work);
+        } else if !self.pool.submit(work) {
+            return Err(Response::error(503, "too many file requests are waiting for the disk"));
+        }
+        let result = poll_fn(|cx| {
+            let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+            match slot.result.take() {
+                Some(result) => Poll::Ready(result),
+                None => {
+                    slot.waker = Some(cx.waker().clone());
+                    Poll::Pending
+                }
+            }
+        });
+        match result.await {
             Ok(read) => read.map_err(|error| files::error_response(&error)),
             // The job panicked (its message is on stderr); the worker lives on.
             Err(_) => Err(Response::error(500, "reading the file failed")),
-        }
-    }
-
-    /// A task of its own, for the server's life: each time the pool's waker wakes it, it
-    /// hands every finished job's result to the queue of the task that waits for it. (A
-    /// task that has gone, its client with it, left its queue behind: the result is
-    /// dropped with the queue.)
-    pub async fn deliver(&self, waker: Async<Arc<Waker>>) {
-        loop {
-            let finished = waker.read_with(|_| {
-                let finished = self.pool.borrow().finished();
-                if finished.is_empty() {
-                    return Err(io::ErrorKind::WouldBlock.into()); // nothing yet: wait
-                }
-                Ok(finished)
-            });
-            let Ok(finished) = finished.await else { return };
-            for (job, result) in finished {
-                if let Some(queue) = self.waiting.borrow_mut().remove(&job) {
-                    queue.push(result);
-                }
-            }
         }
     }
 }

@@ -5,13 +5,15 @@
 //! and timers (they are thread-locals already), and its own listening socket on the same
 //! port: with `SO_REUSEPORT` the kernel spreads new connections across them. Nothing is
 //! shared but what is said out loud in [`Loops`]: each loop's counters (atomics, summed by
-//! `/stats`), and the wakers that carry a shutdown to every loop. Each loop has its own
-//! thread pool for files, so a file's answer comes back to the loop that asked.
+//! `/stats`), the wakers that carry a shutdown to every loop, and what the whole server
+//! has one of: the thread pool for files (its workers wake the task that asked, on
+//! whichever loop it runs) and the limit on fetches from the upstream.
 
 mod connection;
 mod executor;
 mod fs;
 mod net;
+mod race;
 mod reactor;
 mod sync;
 mod thread_pool;
@@ -39,7 +41,8 @@ use shared::{listener, log, trace};
 use executor::{spawn, Executor};
 use fs::Files;
 use net::Async;
-use sync::{Event, Semaphore};
+use race::{race, Winner};
+use sync::{Flag, Semaphore};
 
 /// How long a graceful shutdown waits for the connections still busy.
 const GRACE_PERIOD: Duration = Duration::from_secs(5);
@@ -54,6 +57,9 @@ pub struct Loops {
     /// Passed once every loop has its sockets and threads: then we say where to connect.
     set_up: Barrier,
     port: u16,
+    /// The whole server's: one pool, and one limit on fetches (`--upstream-limit`).
+    files: Arc<Files>,
+    upstream_slots: Semaphore,
 }
 
 /// Aligned so that each loop's counters have cache lines of their own (128 bytes: some
@@ -64,18 +70,19 @@ pub struct Counters {
     connections_open: AtomicU64,
     requests_served: AtomicU64,
     loop_turns: AtomicU64,
+    timers_pending: AtomicU64,
 }
 // ANCHOR_END: loops
 
 /// What the tasks of one loop share: chapter 8's `Server`, plus which loop it is.
 pub struct Server {
     config: Config,
-    /// Set when the server shuts down: every connection waits on it along with its reads.
-    shutdown: Event,
+    /// Set when the server shuts down: every idle connection waits on it along with its read.
+    shutdown: Flag,
     /// The `Date` header's value, formatted once a second (`refresh_date`).
     date: RefCell<String>,
-    files: Files,
-    /// At most `--upstream-limit` fetches at once, in this loop.
+    /// The whole server's, from `Loops`.
+    files: Arc<Files>,
     upstream_slots: Semaphore,
     loops: Arc<Loops>,
     /// This loop's number, and so its place in `loops`.
@@ -108,7 +115,10 @@ fn main() {
         wakers.collect::<io::Result<_>>().unwrap_or_else(|error| fail("make wakers", error));
     let counters = (0..config.threads).map(|_| Counters::default()).collect();
     let set_up = Barrier::new(config.threads);
-    let loops = Arc::new(Loops { counters, wakers, set_up, port });
+    let files = Files::new(config.workers, config.queue_limit, config.fs_delay);
+    let files = Arc::new(files.unwrap_or_else(|error| fail("start the thread pool", error)));
+    let upstream_slots = Semaphore::new(config.upstream_limit);
+    let loops = Arc::new(Loops { counters, wakers, set_up, port, files, upstream_slots });
 
     // ANCHOR: threads
     // Loop 0 runs on this thread, and watches for signals; the others on threads of their own.
@@ -136,13 +146,11 @@ fn run_loop(
     index: usize, listener: TcpListener, signals: Option<Signals>, config: Config,
     loops: Arc<Loops>,
 ) -> u64 {
-    let files = Files::new(config.workers, config.queue_limit, config.fs_delay);
-    let files = files.unwrap_or_else(|error| fail("start the thread pool", error));
     let server = Rc::new(Server {
-        shutdown: Event::default(),
+        shutdown: Flag::default(),
         date: RefCell::new(date::now()),
-        files,
-        upstream_slots: Semaphore::new(config.upstream_limit),
+        files: loops.files.clone(),
+        upstream_slots: loops.upstream_slots.clone(),
         config,
         loops,
         index,
@@ -152,16 +160,13 @@ fn run_loop(
         spawn(broadcast_signal(watch(signals), server.clone()));
     }
     spawn(shut_down_on_wake(watch(server.loops.wakers[index].clone()), server.clone()));
-    let pool_waker = watch(server.files.pool.borrow().waker());
-    let deliverer = server.clone();
-    spawn(async move { deliverer.files.deliver(pool_waker).await });
     spawn(refresh_date(server.clone()));
     // A client that connects once it reads the `listening on` line finds every loop ready.
     if server.loops.set_up.wait().is_leader() {
         listener::announce(&server.config, server.loops.port);
     }
 
-    let mut executor = Executor::default();
+    let mut executor = Executor::new().unwrap_or_else(|error| fail("start the executor", error));
     let mut shutdown_deadline = None;
     loop {
         if server.shutdown.is_set() {
@@ -176,7 +181,9 @@ fn run_loop(
         if let Err(error) = executor.turn(timeout) {
             fail("wait", error);
         }
-        server.counters().loop_turns.store(executor::turns(), Ordering::Relaxed);
+        let counters = server.counters();
+        counters.loop_turns.store(executor::turns(), Ordering::Relaxed);
+        counters.timers_pending.store(time::pending() as u64, Ordering::Relaxed);
     }
 }
 // ANCHOR_END: run_loop
@@ -198,12 +205,12 @@ impl Server {
         let sum = |count: fn(&Counters) -> &AtomicU64| {
             self.loops.counters.iter().map(|counters| count(counters).load(Ordering::Relaxed)).sum()
         };
-        let (jobs_queued, jobs_running) = self.files.pool.borrow().load();
+        let (jobs_queued, jobs_running) = self.files.pool.load();
         let stats = Stats {
             connections_open: sum(|c| &c.connections_open),
             requests_served: sum(|c| &c.requests_served),
             loop_turns: sum(|c| &c.loop_turns),
-            timers_pending: time::pending() as u64,
+            timers_pending: sum(|c| &c.timers_pending),
             jobs_queued: jobs_queued as u64,
             jobs_running: jobs_running as u64,
             backend: "epoll",
@@ -212,7 +219,11 @@ impl Server {
     }
 
     /// `/stats` says what each loop has served, a line each: `thread 0 requests_served 12`.
+    /// A 200 only: a `POST /stats` (405) gets none.
     pub fn add_thread_lines(&self, stats: &mut Response) {
+        if stats.status != 200 {
+            return;
+        }
         let shared::http::Body::Owned(body) = &mut stats.body else { return };
         for (index, counters) in self.loops.counters.iter().enumerate() {
             let served = counters.requests_served.load(Ordering::Relaxed);
@@ -236,9 +247,12 @@ fn bind(host: &str, port: u16) -> io::Result<TcpListener> {
 // ANCHOR: accept
 /// The listener's task: accepts clients, a task for each, until the server shuts down.
 async fn accept(listener: Async<TcpListener>, server: Rc<Server>) {
-    while let Some(accepted) =
-        server.shutdown.cancels(listener.read_with(TcpListener::accept)).await
-    {
+    loop {
+        let accept = listener.read_with(TcpListener::accept);
+        let accepted = match race(accept, server.shutdown.wait()).await {
+            Winner::First(accepted) => accepted,
+            Winner::Second(()) => break, // shutting down
+        };
         match accepted
             .and_then(|(stream, peer)| Ok((Async::new(stream_nonblocking(stream)?)?, peer)))
         {

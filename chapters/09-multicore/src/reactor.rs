@@ -7,9 +7,9 @@
 //! Each socket is registered once, for both directions, edge-triggered (`EPOLLET`): epoll
 //! reports a change (bytes arrived, room appeared) once, not on every wait while it lasts.
 //! So the reactor remembers readiness: a direction is ready from its event until the
-//! socket answers `EAGAIN` again ([`Io::clear`]). That costs no `epoll_ctl` per wait,
-//! and a socket a task is not waiting for (bytes that arrived while it was busy) does not
-//! wake the loop over and over: the price is that we read until `EAGAIN` (see `net.rs`).
+//! socket says it is drained ([`Source::clear`]), or for good once the peer has hung up.
+//! That costs no `epoll_ctl` per wait, and a socket a task is not waiting for (bytes that
+//! arrived while it was busy) does not wake the loop over and over.
 //!
 //! One reactor per thread (a thread-local), as the executor and the timers: tasks reach it
 //! from wherever they are polled, as Tokio's do.
@@ -17,17 +17,23 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io;
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 
 use shared::trace;
+use shared::waker::Waker as SelfPipe;
 
 /// Names one registered socket; its epoll events carry it back, as chapter 7's tokens did.
+/// (async-io calls the same thing a `Source`.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Io(u64);
+pub struct Source(u64);
+
+/// The doorbell's events carry this instead of a source's number.
+const DOORBELL: u64 = u64::MAX;
 
 /// Reading or writing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,18 +45,26 @@ pub enum Direction {
 /// What the reactor knows of one direction of one socket.
 #[derive(Default)]
 struct Readiness {
-    /// It may be ready: epoll said so, and no `EAGAIN` has said otherwise since.
+    /// It may be ready: epoll said so, and nothing has said otherwise since.
     ready: bool,
-    /// The task waiting for it to become ready.
-    waiter: Option<Waker>,
+    /// The peer has hung up (or the socket failed): ready for good, to meet the end-of-file
+    /// or the error, which no later event would announce again.
+    closed: bool,
+    /// The tasks waiting for it to become ready: usually one, but two tasks may share a
+    /// socket, and each must be woken.
+    waiters: Vec<Waker>,
 }
 
 // ANCHOR: reactor
 struct Reactor {
     epoll: Epoll,
     events: Vec<EpollEvent>,
-    sources: HashMap<Io, [Readiness; 2]>,
+    sources: HashMap<Source, [Readiness; 2]>,
     next: u64,
+    /// Wakes the loop from other threads (see `doorbell`).
+    doorbell: Arc<SelfPipe>,
+    /// The wakers `wait` takes out, kept to be reused: no allocation, turn after turn.
+    woken: Vec<Waker>,
 }
 
 thread_local! {
@@ -63,27 +77,38 @@ fn with<T>(f: impl FnOnce(&mut Reactor) -> io::Result<T>) -> io::Result<T> {
         let mut reactor = reactor.borrow_mut();
         if reactor.is_none() {
             let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?;
+            let doorbell = Arc::new(SelfPipe::new()?);
+            let flags = EpollFlags::EPOLLIN | EpollFlags::EPOLLET;
+            epoll.add(doorbell.as_fd(), EpollEvent::new(flags, DOORBELL))?;
             let events = vec![EpollEvent::empty(); 1024];
-            *reactor = Some(Reactor { epoll, events, sources: HashMap::new(), next: 0 });
+            let (sources, woken) = (HashMap::new(), Vec::new());
+            *reactor = Some(Reactor { epoll, events, sources, next: 0, doorbell, woken });
         }
         f(reactor.as_mut().expect("made just above"))
     })
 }
+
+/// The self-pipe that wakes this thread's reactor from its wait: a task's waker rings it
+/// when it is woken from another thread (see `executor.rs`).
+pub fn doorbell() -> io::Result<Arc<SelfPipe>> {
+    with(|reactor| Ok(reactor.doorbell.clone()))
+}
 // ANCHOR_END: reactor
 
-impl Io {
+impl Source {
     // ANCHOR: register
     /// Starts watching `fd`, both ways, once for its whole life. Both directions start out
     /// ready: a task tries first, and learns from `EAGAIN` that it must wait.
-    pub fn register(fd: BorrowedFd) -> io::Result<Io> {
+    pub fn register(fd: BorrowedFd) -> io::Result<Source> {
         with(|reactor| {
-            let io = Io(reactor.next);
+            let source = Source(reactor.next);
             reactor.next += 1;
-            let both = EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT | EpollFlags::EPOLLET;
-            reactor.epoll.add(fd, EpollEvent::new(both, io.0))?;
-            let ready = || Readiness { ready: true, waiter: None };
-            reactor.sources.insert(io, [ready(), ready()]);
-            Ok(io)
+            let both = EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT | EpollFlags::EPOLLRDHUP;
+            let both = both | EpollFlags::EPOLLET;
+            reactor.epoll.add(fd, EpollEvent::new(both, source.0))?;
+            let ready = || Readiness { ready: true, closed: false, waiters: Vec::new() };
+            reactor.sources.insert(source, [ready(), ready()]);
+            Ok(source)
         })
     }
 
@@ -98,13 +123,16 @@ impl Io {
 
     // ANCHOR: poll_ready
     /// `Ready` if `direction` may be ready; else keeps the task's waker, to wake it when
-    /// epoll says so, and returns `Pending`.
+    /// epoll says so, and returns `Pending`. Every task that waits is woken: a waker is
+    /// kept once however often its task polls, and never replaced by another task's (which
+    /// would lose the first task's wake-up: it would wait forever).
     pub fn poll_ready(self, direction: Direction, cx: &mut Context) -> Poll<()> {
         let ready = with(|reactor| {
             let Some(source) = reactor.sources.get_mut(&self) else { return Ok(true) };
             let readiness = &mut source[direction as usize];
-            if !readiness.ready {
-                readiness.waiter = Some(cx.waker().clone());
+            let waiting = readiness.waiters.iter().any(|waiter| waiter.will_wake(cx.waker()));
+            if !readiness.ready && !waiting {
+                readiness.waiters.push(cx.waker().clone());
             }
             Ok(readiness.ready)
         });
@@ -115,11 +143,14 @@ impl Io {
         }
     }
 
-    /// The socket said `EAGAIN`: not ready, until epoll says it is again.
+    /// The socket said it has nothing more (`EAGAIN`, or a read or write that did less than
+    /// asked): not ready, until epoll says it is again. Unless the peer has hung up: then
+    /// a read that got the last bytes is followed by the end-of-file, with no event between.
     pub fn clear(self, direction: Direction) {
         let _ = with(|reactor| {
             if let Some(source) = reactor.sources.get_mut(&self) {
-                source[direction as usize].ready = false;
+                let readiness = &mut source[direction as usize];
+                readiness.ready = readiness.closed;
             }
             Ok(())
         });
@@ -136,7 +167,7 @@ pub fn wait(timeout: Option<Duration>) -> io::Result<()> {
         // Rounded up, as in chapter 4: never wake just before a timer is due.
         EpollTimeout::try_from(timeout.as_nanos().div_ceil(1_000_000)).unwrap_or(EpollTimeout::MAX)
     });
-    with(|reactor| {
+    let mut woken = with(|reactor| {
         let count = match reactor.epoll.wait(&mut reactor.events, timeout) {
             Ok(count) => count,
             Err(nix::errno::Errno::EINTR) => 0, // a signal: nothing ready yet
@@ -144,22 +175,33 @@ pub fn wait(timeout: Option<Duration>) -> io::Result<()> {
         };
         trace!("epoll: {count} ready");
         for event in &reactor.events[..count] {
-            let Some(source) = reactor.sources.get_mut(&Io(event.data())) else { continue };
+            if event.data() == DOORBELL {
+                reactor.doorbell.drain(); // the tasks it was rung for are queued already
+                continue;
+            }
+            let Some(source) = reactor.sources.get_mut(&Source(event.data())) else { continue };
             let flags = event.events();
             let failed = flags.intersects(EpollFlags::EPOLLERR | EpollFlags::EPOLLHUP);
-            for (direction, flag) in
-                [(Direction::Read, EpollFlags::EPOLLIN), (Direction::Write, EpollFlags::EPOLLOUT)]
-            {
-                if failed || flags.contains(flag) {
+            let hung_up = failed || flags.contains(EpollFlags::EPOLLRDHUP);
+            for (direction, flag, closed) in [
+                (Direction::Read, EpollFlags::EPOLLIN, hung_up),
+                (Direction::Write, EpollFlags::EPOLLOUT, failed),
+            ] {
+                if closed || flags.contains(flag) {
                     let readiness = &mut source[direction as usize];
                     readiness.ready = true;
-                    // Waking only puts the task in the run queue; it runs later, not here.
-                    if let Some(waiter) = readiness.waiter.take() {
-                        waiter.wake();
-                    }
+                    readiness.closed |= closed;
+                    reactor.woken.extend(readiness.waiters.drain(..));
                 }
             }
         }
+        Ok(std::mem::take(&mut reactor.woken))
+    })?;
+    // Woken once the reactor is no longer borrowed: a waker is any code at all, and one
+    // that called back into the reactor would find it borrowed, and panic.
+    woken.drain(..).for_each(Waker::wake);
+    with(|reactor| {
+        reactor.woken = woken; // empty, with its room kept for the next turn
         Ok(())
     })
 }

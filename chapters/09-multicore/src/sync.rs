@@ -1,23 +1,26 @@
 //! Cooperative tools for tasks to wait on each other, gevent's and asyncio's classics, each
 //! used by the server for a real purpose:
 //!
-//! - [`Event`]: a flag that, once set, stays set; tasks wait until it is. The graceful
-//!   shutdown: every connection waits on it along with its reads.
+//! - [`Flag`]: once set, it stays set; tasks wait until it is. The graceful shutdown:
+//!   every idle connection waits on it along with its read. (asyncio calls it an `Event`.)
 //! - [`Semaphore`]: at most N holders at once; the others wait their turn, first come first
 //!   served. At most `--upstream-limit` fetches from the upstream at once.
-//! - [`Queue`]: values put in by one task, taken out by another, who waits while it is
-//!   empty. The thread pool's results, back to the tasks that wait for them.
 //!
-//! All single-threaded (`Rc`, `RefCell`): they coordinate the tasks of one loop. Each
+//! New in chapter 9: the semaphore is the whole server's, shared by every loop, so it is
+//! an `Arc<Mutex<..>>` where chapter 8 had an `Rc<RefCell<..>>`. A permit given back on
+//! one loop wakes a task of another: its waker rings that loop's self-pipe. The flag
+//! stays single-threaded: each loop has its own (`main.rs`). Each
 //! waiting future has one place in a [`Line`], however often it is polled, and gives it up
 //! when it is dropped (its task ended, or it lost a race), so nobody waits for a task that
-//! has gone. A line is fair: whoever came first is served first.
+//! has gone. A line is fair: whoever came first is served first. And nobody is woken while
+//! a `RefCell` is borrowed: a waker may run any code, and code that came back here would
+//! find it borrowed, and panic. So each wakes after it lets go.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, VecDeque};
-use std::future::{poll_fn, Future};
-use std::pin::pin;
+use std::collections::BTreeMap;
+use std::future::poll_fn;
 use std::rc::Rc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 
 // ANCHOR: line
@@ -57,17 +60,18 @@ impl Line {
     }
 
     /// Leaves the line. If it was first and there is `more` to hand out (it was woken for
-    /// it, then dropped, say), whoever is first now may go: wake them to see.
-    fn leave(&mut self, place: &Cell<Option<u64>>, more: bool) {
+    /// it, then dropped, say), whoever is first now may go: returns their waker, to wake.
+    fn leave(&mut self, place: &Cell<Option<u64>>, more: bool) -> Option<Waker> {
         if self.remove(place) && more {
-            self.wake_first();
+            self.first()
+        } else {
+            None
         }
     }
 
-    fn wake_first(&self) {
-        if let Some((_, waker)) = self.waiting.first_key_value() {
-            waker.wake_by_ref();
-        }
+    /// The waker of whoever is first in line.
+    fn first(&self) -> Option<Waker> {
+        self.waiting.first_key_value().map(|(_, waker)| waker.clone())
     }
 }
 
@@ -82,33 +86,24 @@ impl<F: FnMut()> Drop for OnDrop<F> {
 }
 // ANCHOR_END: line
 
-// ANCHOR: event
+// ANCHOR: flag
 /// A flag that tasks can wait for. Cloning gives another handle to the same flag.
 #[derive(Clone, Default)]
-pub struct Event(Rc<RefCell<(bool, Line)>>);
+pub struct Flag(Rc<RefCell<(bool, Line)>>);
 
-impl Event {
+impl Flag {
     /// Sets it, and wakes every task waiting for it.
     pub fn set(&self) {
-        let mut event = self.0.borrow_mut();
-        event.0 = true;
-        std::mem::take(&mut event.1.waiting).into_values().for_each(Waker::wake);
+        let waiting = {
+            let mut flag = self.0.borrow_mut();
+            flag.0 = true;
+            std::mem::take(&mut flag.1.waiting)
+        };
+        waiting.into_values().for_each(Waker::wake);
     }
 
     pub fn is_set(&self) -> bool {
         self.0.borrow().0
-    }
-
-    /// Runs `future`, unless the flag is set first: `None` then, and `future` is dropped.
-    pub async fn cancels<F: Future>(&self, future: F) -> Option<F::Output> {
-        let (mut future, mut set) = (pin!(future), pin!(self.wait()));
-        poll_fn(|cx| {
-            if let Poll::Ready(output) = future.as_mut().poll(cx) {
-                return Poll::Ready(Some(output));
-            }
-            set.as_mut().poll(cx).map(|()| None)
-        })
-        .await
     }
 
     /// Ready once the flag is set.
@@ -119,40 +114,50 @@ impl Event {
             self.0.borrow_mut().1.remove(&place);
         });
         poll_fn(|cx| {
-            let mut event = self.0.borrow_mut();
-            if event.0 {
+            let mut flag = self.0.borrow_mut();
+            if flag.0 {
                 return Poll::Ready(());
             }
-            event.1.join(&place, cx);
+            flag.1.join(&place, cx);
             Poll::Pending
         })
         .await
     }
 }
-// ANCHOR_END: event
+// ANCHOR_END: flag
 
 // ANCHOR: semaphore
 /// At most `permits` holders at once; the others wait, first come first served.
 #[derive(Clone)]
-pub struct Semaphore(Rc<RefCell<(usize, Line)>>);
+pub struct Semaphore(Arc<Mutex<(usize, Line)>>);
 
 /// A permit: held until dropped.
 pub struct Permit(Semaphore);
 
 impl Semaphore {
     pub fn new(permits: usize) -> Semaphore {
-        Semaphore(Rc::new(RefCell::new((permits, Line::default()))))
+        Semaphore(Arc::new(Mutex::new((permits, Line::default()))))
+    }
+
+    /// No code runs under the lock but ours, which does not panic: go on regardless.
+    fn lock(&self) -> MutexGuard<'_, (usize, Line)> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// A permit, once one is free and everyone who asked before has had theirs.
     pub async fn acquire(&self) -> Permit {
         let place = Cell::new(None);
         let _leave = OnDrop(|| {
-            let (permits, line) = &mut *self.0.borrow_mut();
-            line.leave(&place, *permits > 0)
+            let next = {
+                let (permits, line) = &mut *self.lock();
+                line.leave(&place, *permits > 0)
+            };
+            if let Some(waker) = next {
+                waker.wake();
+            }
         });
         poll_fn(|cx| {
-            let mut semaphore = self.0.borrow_mut();
+            let mut semaphore = self.lock();
             if semaphore.0 > 0 && semaphore.1.may_go(&place) {
                 semaphore.0 -= 1;
                 return Poll::Ready(());
@@ -167,53 +172,14 @@ impl Semaphore {
 
 impl Drop for Permit {
     fn drop(&mut self) {
-        let mut semaphore = (self.0).0.borrow_mut();
-        semaphore.0 += 1;
-        semaphore.1.wake_first();
+        let next = {
+            let mut semaphore = self.0.lock();
+            semaphore.0 += 1;
+            semaphore.1.first()
+        };
+        if let Some(waker) = next {
+            waker.wake(); // after the lock is let go, as after a borrow
+        }
     }
 }
 // ANCHOR_END: semaphore
-
-// ANCHOR: queue
-/// Values in, values out, in order; a taker waits while it is empty.
-pub struct Queue<T>(Rc<RefCell<(VecDeque<T>, Line)>>);
-
-impl<T> Clone for Queue<T> {
-    fn clone(&self) -> Self {
-        Queue(self.0.clone())
-    }
-}
-
-impl<T> Queue<T> {
-    pub fn new() -> Queue<T> {
-        Queue(Rc::new(RefCell::new((VecDeque::new(), Line::default()))))
-    }
-
-    /// Puts `value` in, and wakes the first task waiting to take one.
-    pub fn push(&self, value: T) {
-        let mut queue = self.0.borrow_mut();
-        queue.0.push_back(value);
-        queue.1.wake_first();
-    }
-
-    /// The next value, as soon as there is one and everyone before has had theirs.
-    pub async fn pop(&self) -> T {
-        let place = Cell::new(None);
-        let _leave = OnDrop(|| {
-            let (values, line) = &mut *self.0.borrow_mut();
-            line.leave(&place, !values.is_empty())
-        });
-        poll_fn(|cx| {
-            let mut queue = self.0.borrow_mut();
-            if queue.1.may_go(&place) {
-                if let Some(value) = queue.0.pop_front() {
-                    return Poll::Ready(value);
-                }
-            }
-            queue.1.join(&place, cx);
-            Poll::Pending
-        })
-        .await
-    }
-}
-// ANCHOR_END: queue

@@ -2,40 +2,31 @@
 //!
 //! `poll` cannot wait for a file: to the kernel a regular file is always "ready", and then
 //! `read` blocks as long as the disk takes. So, like libuv (Node.js), the loop `submit`s
-//! such work to a queue; a worker runs it, sends the result back on a channel, and wakes
-//! the loop through a [`Waker`] (chapter 3's self-pipe, written by a thread this time),
-//! watched like any socket. Only jobs and results cross threads: the loop's state does not.
+//! such work to a queue, and a worker runs it. Chapters 6 and 7 had the worker send the
+//! result back on a channel and wake the loop through a self-pipe of the pool's own. Here
+//! a job carries its own way back: the waker of the task that waits for it (see `fs.rs`).
+//! Only jobs cross threads: the loop's state does not.
 
 use std::collections::VecDeque;
 use std::io;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
 
-use shared::trace;
-use shared::waker::Waker;
+use shared::{log, trace};
 
-/// Names one job, so that its result can find whoever waits for it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct JobId(u64);
-
-/// A job: a blocking call, and what it returns.
-type Work<R> = Box<dyn FnOnce() -> R + Send>;
+/// A job: a blocking call, which delivers its own result.
+type Job = Box<dyn FnOnce() + Send>;
 
 /// What the workers share, under one lock: the jobs waiting, and how many are running.
-struct Queue<R> {
-    waiting: VecDeque<(JobId, Work<R>)>,
+struct Queue {
+    waiting: VecDeque<Job>,
     running: usize,
 }
 
 // ANCHOR: pool
-pub struct ThreadPool<R> {
-    queue: Arc<(Mutex<Queue<R>>, Condvar)>,
-    /// Results come back here: the job's value, or `Err` if it panicked.
-    finished: Receiver<(JobId, thread::Result<R>)>,
-    waker: Arc<Waker>,
-    next_id: u64,
+pub struct ThreadPool {
+    queue: Arc<(Mutex<Queue>, Condvar)>,
     workers: usize,
     queue_limit: usize,
 }
@@ -43,66 +34,51 @@ pub struct ThreadPool<R> {
 
 /// No job runs under the lock, so a poisoned lock (a panic while it was held) can only come
 /// from a bug here; go on regardless.
-fn lock<R>(queue: &Mutex<Queue<R>>) -> MutexGuard<'_, Queue<R>> {
+fn lock(queue: &Mutex<Queue>) -> MutexGuard<'_, Queue> {
     queue.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-impl<R: Send + 'static> ThreadPool<R> {
+impl ThreadPool {
     /// Starts `workers` threads. At most `queue_limit` jobs may wait for one of them.
-    pub fn new(workers: usize, queue_limit: usize) -> io::Result<ThreadPool<R>> {
+    pub fn new(workers: usize, queue_limit: usize) -> io::Result<ThreadPool> {
         let queue = Queue { waiting: VecDeque::new(), running: 0 };
         let queue = Arc::new((Mutex::new(queue), Condvar::new()));
-        let waker = Arc::new(Waker::new()?);
-        let (results, finished) = mpsc::channel();
         // The workers are never joined: when `main` returns the process ends, and they
         // with it, so a worker stuck in a call that never returns cannot hold up the exit.
         for number in 0..workers {
-            let (queue, results, waker) = (queue.clone(), results.clone(), waker.clone());
+            let queue = queue.clone();
             let worker = thread::Builder::new().name(format!("pool-worker-{number}"));
-            worker.spawn(move || work(&queue, &results, &waker))?;
+            worker.spawn(move || work(&queue))?;
         }
-        Ok(ThreadPool { queue, finished, waker, next_id: 0, workers, queue_limit })
+        Ok(ThreadPool { queue, workers, queue_limit })
     }
 
     // ANCHOR: submit
-    /// Queues `job` for a worker. `None` when every worker is busy and `queue_limit` jobs
+    /// Queues `job` for a worker. `false` when every worker is busy and `queue_limit` jobs
     /// wait already: queueing more would only make them all wait longer, and cost memory
     /// without limit.
-    pub fn submit(&mut self, job: impl FnOnce() -> R + Send + 'static) -> Option<JobId> {
-        let (waiting, running) = self.load(); // only this thread adds jobs: it stays true
-        if waiting + running >= self.workers + self.queue_limit {
-            return None;
-        }
-        Some(self.submit_anyway(job))
+    pub fn submit(&self, job: impl FnOnce() + Send + 'static) -> bool {
+        self.push(job, false)
     }
 
     /// Queues `job` however long the queue: for work already promised (the rest of a
     /// download whose head has gone out), which the limit must not cut short.
-    pub fn submit_anyway(&mut self, job: impl FnOnce() -> R + Send + 'static) -> JobId {
+    pub fn submit_anyway(&self, job: impl FnOnce() + Send + 'static) {
+        self.push(job, true);
+    }
+
+    fn push(&self, job: impl FnOnce() + Send + 'static, anyway: bool) -> bool {
         let (queue, work_ready) = &*self.queue;
-        let id = JobId(self.next_id);
-        self.next_id += 1;
-        lock(queue).waiting.push_back((id, Box::new(job)));
+        let mut jobs = lock(queue);
+        if !anyway && jobs.waiting.len() + jobs.running >= self.workers + self.queue_limit {
+            return false;
+        }
+        jobs.waiting.push_back(Box::new(job));
+        drop(jobs); // unlock before the worker wakes, or it would wait for us
         work_ready.notify_one();
-        id
+        true
     }
     // ANCHOR_END: submit
-}
-
-impl<R> ThreadPool<R> {
-    // ANCHOR: finished
-    /// The results that have come back. The waker is emptied first: a result that comes just
-    /// after still wakes the loop again (the other order could lose a wake-up).
-    pub fn finished(&self) -> Vec<(JobId, thread::Result<R>)> {
-        self.waker.drain();
-        self.finished.try_iter().collect()
-    }
-    // ANCHOR_END: finished
-
-    /// The loop watches this: readable when results have come back.
-    pub fn waker(&self) -> Arc<Waker> {
-        self.waker.clone()
-    }
 
     /// Jobs waiting for a worker, and jobs running (for `/stats`).
     pub fn load(&self) -> (usize, usize) {
@@ -112,26 +88,22 @@ impl<R> ThreadPool<R> {
 }
 
 // ANCHOR: work
-/// A worker's life: take a job, run it, send back the result, wake the loop; again.
-fn work<R>(
-    queue: &(Mutex<Queue<R>>, Condvar), results: &Sender<(JobId, thread::Result<R>)>, waker: &Waker,
-) {
+/// A worker's life: take a job, run it (it delivers its own result); again.
+fn work(queue: &(Mutex<Queue>, Condvar)) {
     let (queue, work_ready) = queue;
     loop {
         let jobs = work_ready.wait_while(lock(queue), |jobs| jobs.waiting.is_empty());
         let mut jobs = jobs.unwrap_or_else(PoisonError::into_inner);
-        let Some((id, job)) = jobs.waiting.pop_front() else { continue }; // never empty here
+        let Some(job) = jobs.waiting.pop_front() else { continue }; // never empty here
         jobs.running += 1;
         drop(jobs); // unlock before the job runs
-        trace!("pool: starts {id:?}");
-        // A job that panics costs its own result (an `Err`), not the worker.
-        let result = panic::catch_unwind(AssertUnwindSafe(job));
-        trace!("pool: finished {id:?}");
-        lock(queue).running -= 1;
-        if results.send((id, result)).is_err() {
-            return; // the pool is gone
+        trace!("pool: starts a job");
+        // A job that panics costs itself, not the worker.
+        if panic::catch_unwind(AssertUnwindSafe(job)).is_err() {
+            log!("pool: a job panicked");
         }
-        waker.wake();
+        trace!("pool: finished a job");
+        lock(queue).running -= 1;
     }
 }
 // ANCHOR_END: work

@@ -2,11 +2,12 @@
 //! whose payloads are now wakers: a timer that fires wakes the task that set it.
 
 use std::cell::RefCell;
-use std::future::{poll_fn, Future};
-use std::pin::{pin, Pin};
+use std::future::Future;
+use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+use crate::race::{race, Winner};
 use crate::timers::{TimerId, Timers};
 
 thread_local! {
@@ -67,14 +68,10 @@ pub struct Elapsed;
 /// Runs `future`, but gives up on it after `duration`: `Err(Elapsed)`, and `future` is
 /// dropped, which stops whatever it was doing (closes its socket, cancels its timers).
 pub async fn timeout<F: Future>(duration: Duration, future: F) -> Result<F::Output, Elapsed> {
-    let (mut future, mut sleep) = (pin!(future), pin!(sleep(duration)));
-    poll_fn(|cx| {
-        if let Poll::Ready(output) = future.as_mut().poll(cx) {
-            return Poll::Ready(Ok(output));
-        }
-        sleep.as_mut().poll(cx).map(|()| Err(Elapsed))
-    })
-    .await
+    match race(future, sleep(duration)).await {
+        Winner::First(output) => Ok(output),
+        Winner::Second(()) => Err(Elapsed),
+    }
 }
 // ANCHOR_END: timeout
 
