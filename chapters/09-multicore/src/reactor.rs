@@ -191,7 +191,7 @@ pub fn wait(timeout: Option<Duration>) -> io::Result<()> {
                     let readiness = &mut source[direction as usize];
                     readiness.ready = true;
                     readiness.closed |= closed;
-                    reactor.woken.extend(readiness.waiters.drain(..));
+                    reactor.woken.append(&mut readiness.waiters);
                 }
             }
         }
