@@ -43,15 +43,15 @@ struct Slot<T> {
 
 impl Files {
     /// `delay` is `--fs-delay-ms`, the simulated slow disk.
-    pub fn new(workers: usize, queue_limit: usize, delay: Duration) -> io::Result<Files> {
-        Ok(Files { pool: ThreadPool::new(workers, queue_limit)?, delay })
+    pub fn new(workers: usize, delay: Duration) -> io::Result<Files> {
+        Ok(Files { pool: ThreadPool::new(workers)?, delay })
     }
 
     /// Opens `relative` under `root` and reads its first chunk, on a worker; the file's
     /// length comes with it.
     pub async fn open(&self, root: PathBuf, relative: PathBuf) -> Result<(Chunk, u64), Response> {
         let delay = self.delay;
-        self.run(false, move || {
+        self.run(move || {
             let (mut file, length) = files::open(&root, &relative, delay)?;
             Ok((Chunk { bytes: files::read_chunk(&mut file, delay)?, file }, length))
         })
@@ -61,15 +61,12 @@ impl Files {
     /// Reads the next chunk of a file that `open` opened, on a worker.
     pub async fn read(&self, mut file: File) -> Result<Chunk, Response> {
         let delay = self.delay;
-        // Never refused: the head has gone out, so a 503 could only cut the download short.
-        self.run(true, move || Ok(Chunk { bytes: files::read_chunk(&mut file, delay)?, file }))
-            .await
+        self.run(move || Ok(Chunk { bytes: files::read_chunk(&mut file, delay)?, file })).await
     }
 
-    /// Runs `job` on a worker and waits for its result; a 503 if the pool refused it (only
-    /// when not `anyway`).
+    /// Runs `job` on a worker, and waits for its result.
     async fn run<T: Send + 'static>(
-        &self, anyway: bool, job: impl FnOnce() -> io::Result<T> + Send + 'static,
+        &self, job: impl FnOnce() -> io::Result<T> + Send + 'static,
     ) -> Result<T, Response> {
         let slot = Arc::new(Mutex::new(Slot { result: None, waker: None }));
         let filled = slot.clone();
@@ -85,11 +82,7 @@ impl Files {
                 waker.wake(); // on the worker's thread: it rings the loop's self-pipe
             }
         };
-        if anyway {
-            self.pool.submit_anyway(work);
-        } else if !self.pool.submit(work) {
-            return Err(Response::error(503, "too many file requests are waiting for the disk"));
-        }
+        self.pool.submit(work);
         let result = poll_fn(|cx| {
             let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
             match slot.result.take() {

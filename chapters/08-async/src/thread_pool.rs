@@ -9,13 +9,12 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
 
-use shared::{log, trace};
+use shared::trace;
 
-/// A job: a blocking call, which delivers its own result.
+/// A job: a blocking call, which delivers its own result (a panic included: see `fs.rs`).
 type Job = Box<dyn FnOnce() + Send>;
 
 /// What the workers share, under one lock: the jobs waiting, and how many are running.
@@ -27,8 +26,6 @@ struct Queue {
 // ANCHOR: pool
 pub struct ThreadPool {
     queue: Arc<(Mutex<Queue>, Condvar)>,
-    workers: usize,
-    queue_limit: usize,
 }
 // ANCHOR_END: pool
 
@@ -39,8 +36,8 @@ fn lock(queue: &Mutex<Queue>) -> MutexGuard<'_, Queue> {
 }
 
 impl ThreadPool {
-    /// Starts `workers` threads. At most `queue_limit` jobs may wait for one of them.
-    pub fn new(workers: usize, queue_limit: usize) -> io::Result<ThreadPool> {
+    /// Starts `workers` threads.
+    pub fn new(workers: usize) -> io::Result<ThreadPool> {
         let queue = Queue { waiting: VecDeque::new(), running: 0 };
         let queue = Arc::new((Mutex::new(queue), Condvar::new()));
         // The workers are never joined: when `main` returns the process ends, and they
@@ -50,33 +47,15 @@ impl ThreadPool {
             let worker = thread::Builder::new().name(format!("pool-worker-{number}"));
             worker.spawn(move || work(&queue))?;
         }
-        Ok(ThreadPool { queue, workers, queue_limit })
+        Ok(ThreadPool { queue })
     }
 
     // ANCHOR: submit
-    /// Queues `job` for a worker. `false` when every worker is busy and `queue_limit` jobs
-    /// wait already: queueing more would only make them all wait longer, and cost memory
-    /// without limit.
-    pub fn submit(&self, job: impl FnOnce() + Send + 'static) -> bool {
-        self.push(job, false)
-    }
-
-    /// Queues `job` however long the queue: for work already promised (the rest of a
-    /// download whose head has gone out), which the limit must not cut short.
-    pub fn submit_anyway(&self, job: impl FnOnce() + Send + 'static) {
-        self.push(job, true);
-    }
-
-    fn push(&self, job: impl FnOnce() + Send + 'static, anyway: bool) -> bool {
+    /// Queues `job` for a worker.
+    pub fn submit(&self, job: impl FnOnce() + Send + 'static) {
         let (queue, work_ready) = &*self.queue;
-        let mut jobs = lock(queue);
-        if !anyway && jobs.waiting.len() + jobs.running >= self.workers + self.queue_limit {
-            return false;
-        }
-        jobs.waiting.push_back(Box::new(job));
-        drop(jobs); // unlock before the worker wakes, or it would wait for us
+        lock(queue).waiting.push_back(Box::new(job));
         work_ready.notify_one();
-        true
     }
     // ANCHOR_END: submit
 
@@ -98,10 +77,7 @@ fn work(queue: &(Mutex<Queue>, Condvar)) {
         jobs.running += 1;
         drop(jobs); // unlock before the job runs
         trace!("pool: starts a job");
-        // A job that panics costs itself, not the worker.
-        if panic::catch_unwind(AssertUnwindSafe(job)).is_err() {
-            log!("pool: a job panicked");
-        }
+        job();
         trace!("pool: finished a job");
         lock(queue).running -= 1;
     }
