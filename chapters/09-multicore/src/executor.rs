@@ -12,7 +12,7 @@
 //! which wakes tasks, then run the tasks that were woken.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::io;
 use std::panic::{self, AssertUnwindSafe};
@@ -106,7 +106,7 @@ impl Wake for TaskWaker {
 // ANCHOR: executor
 pub struct Executor {
     /// Every task not yet finished, with the waker that wakes it.
-    tasks: HashMap<u64, (Task, Arc<TaskWaker>)>,
+    tasks: BTreeMap<u64, (Task, Arc<TaskWaker>)>,
     run_queue: RunQueue,
     /// The tasks taken from the run queue to poll this turn.
     woken: VecDeque<u64>,
@@ -117,7 +117,7 @@ pub struct Executor {
 impl Executor {
     pub fn new() -> io::Result<Executor> {
         Ok(Executor {
-            tasks: HashMap::new(),
+            tasks: BTreeMap::new(),
             run_queue: RunQueue::default(),
             woken: VecDeque::new(),
             next_id: 0,

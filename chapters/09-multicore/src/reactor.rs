@@ -15,7 +15,7 @@
 //! from wherever they are polled, as Tokio's do.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
@@ -29,7 +29,7 @@ use shared::waker::Waker as SelfPipe;
 
 /// Names one registered socket; its epoll events carry it back, as chapter 7's tokens did.
 /// (async-io calls the same thing a `Source`.)
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Source(u64);
 
 /// The doorbell's events carry this instead of a source's number.
@@ -59,7 +59,7 @@ struct Readiness {
 struct Reactor {
     epoll: Epoll,
     events: Vec<EpollEvent>,
-    sources: HashMap<Source, [Readiness; 2]>,
+    sources: BTreeMap<Source, [Readiness; 2]>,
     next: u64,
     /// Wakes the loop from other threads (see `doorbell`).
     doorbell: Arc<SelfPipe>,
@@ -81,7 +81,7 @@ fn with<T>(f: impl FnOnce(&mut Reactor) -> io::Result<T>) -> io::Result<T> {
             let flags = EpollFlags::EPOLLIN | EpollFlags::EPOLLET;
             epoll.add(doorbell.as_fd(), EpollEvent::new(flags, DOORBELL))?;
             let events = vec![EpollEvent::empty(); 1024];
-            let (sources, woken) = (HashMap::new(), Vec::new());
+            let (sources, woken) = (BTreeMap::new(), Vec::new());
             *reactor = Some(Reactor { epoll, events, sources, next: 0, doorbell, woken });
         }
         f(reactor.as_mut().expect("made just above"))

@@ -7,12 +7,12 @@
 //! wall clock can be set backwards, and Redis, which once used it, then fired every timer.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap};
 use std::time::Instant;
 
 /// Names one timer, so that it can be cancelled. Never reused, so cancelling a timer that
 /// has fired already can never cancel a newer one by mistake.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct TimerId(u64);
 
 // ANCHOR: timers
@@ -22,14 +22,14 @@ pub struct Timers<T> {
     heap: BinaryHeap<Reverse<(Instant, TimerId)>>,
     /// The timers still wanted, and their payloads. Cancelling removes a timer from here
     /// only; its heap entry is skipped when it comes to the top.
-    pending: HashMap<TimerId, T>,
+    pending: BTreeMap<TimerId, T>,
     next_id: u64,
 }
 // ANCHOR_END: timers
 
 impl<T> Timers<T> {
     pub fn new() -> Timers<T> {
-        Timers { heap: BinaryHeap::new(), pending: HashMap::new(), next_id: 0 }
+        Timers { heap: BinaryHeap::new(), pending: BTreeMap::new(), next_id: 0 }
     }
 
     /// Hands `payload` back from `pop_due` once `deadline` has come.
