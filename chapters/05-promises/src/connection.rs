@@ -177,6 +177,9 @@ impl Connection {
         }
         // Forget the answered requests; the rest waits for more bytes, or for room to answer.
         self.received.drain(..start);
+        if start > 0 {
+            http::trim_buffer(&mut self.received); // a big request's megabytes go with it
+        }
         // Try at once, not next turn: the output usually fits in the socket's send buffer.
         self.send();
     }
@@ -223,9 +226,9 @@ impl Connection {
         }
         if !self.out.is_empty() {
             trace!("fd {}: response sent ({} bytes)", self.fd(), self.out.len());
-            // Keep the buffer for the next response, but not the megabytes of a big file.
+            // Keep the buffer for the next response, but not the megabytes of a big answer.
             self.out.clear();
-            self.out.shrink_to(64 * 1024);
+            http::trim_buffer(&mut self.out);
             self.written = 0;
         }
         if self.state == State::Writing {
