@@ -225,6 +225,10 @@ impl Connection {
         if self.state == State::Reading && self.pending_output() == 0 && no_more {
             self.state = State::Done;
         }
+        // A lingering one too, during a shutdown: it counts as idle (see `is_idle`).
+        if self.state == State::Lingering && server.shutdown_deadline.is_some() {
+            self.state = State::Done;
+        }
         if self.is_done() {
             event_loop.deregister(token, server); // we are dropped once this callback returns
         } else {
@@ -263,7 +267,11 @@ impl Handler<Server> for Connection {
     }
 
     fn is_idle(&self) -> bool {
-        self.state == State::Reading && self.received.is_empty() && self.pending_output() == 0
+        let between_requests =
+            self.state == State::Reading && self.received.is_empty() && self.pending_output() == 0;
+        // Lingering too: until chapter 4's timers bound lingering, a client that keeps its
+        // socket open after its last answer would hold a shutdown for the grace period.
+        between_requests || self.state == State::Lingering
     }
 }
 
