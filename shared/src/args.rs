@@ -30,6 +30,7 @@ pub enum Extra {
 pub struct Config {
     /// The program's name, such as `ch02-poll`. Also sent as the `Server` header.
     pub chapter: &'static str,
+    /// A name or an address, an IPv6 one without brackets (`::1`; see [`crate::listener::url`]).
     pub host: String,
     pub port: u16,
     /// The folder `/files/` serves.
@@ -159,7 +160,11 @@ impl Config {
             let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
             let bad = |what: &str| format!("{flag} {value}: expected {what}");
             match flag.as_str() {
-                "--host" => config.host = value.clone(),
+                // `[::1]`, as URLs write an IPv6 address, is `::1` to the resolver.
+                "--host" => {
+                    let bare = value.strip_prefix('[').and_then(|v| v.strip_suffix(']'));
+                    config.host = bare.unwrap_or(value).to_string();
+                }
                 "--port" => config.port = value.parse().map_err(|_| bad("a port, 0-65535"))?,
                 "--root" => config.root = PathBuf::from(value),
                 "--upstream" => {
@@ -269,6 +274,16 @@ mod tests {
         assert!(config.trace);
         assert_eq!(config.fs_delay, Duration::from_millis(20));
         assert_eq!(config.host, "127.0.0.1");
+    }
+
+    #[test]
+    fn ipv6_host_with_or_without_brackets() {
+        for host in ["::1", "[::1]"] {
+            let config = parse(&[], &["--host", host]).unwrap().unwrap();
+            assert_eq!(config.host, "::1", "--host {host}");
+        }
+        let config = parse(&[], &["--host", "localhost"]).unwrap().unwrap();
+        assert_eq!(config.host, "localhost");
     }
 
     #[test]

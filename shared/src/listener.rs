@@ -67,8 +67,18 @@ pub fn listen(config: &Config, nonblocking: bool) -> TcpListener {
 pub fn announce(config: &Config, port: u16) {
     let mut stdout = io::stdout();
     // Tests and scripts wait for this line, so it must not sit in a buffer.
-    let _ = writeln!(stdout, "listening on http://{}:{port}", config.host);
+    let _ = writeln!(stdout, "listening on {}", url(&config.host, port));
     let _ = stdout.flush();
+}
+
+/// `http://HOST:PORT`, an IPv6 address in brackets (`http://[::1]:8080`), as URLs write it
+/// (RFC 3986): `http://::1:8080` is no URL, since its port cannot be told from its address.
+pub fn url(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("http://[{host}]:{port}")
+    } else {
+        format!("http://{host}:{port}")
+    }
 }
 
 /// Is this `accept` error "out of file descriptors"? `EMFILE`: this process has used up
@@ -78,4 +88,31 @@ pub fn announce(config: &Config, port: u16) {
 pub fn is_out_of_descriptors(error: &io::Error) -> bool {
     use nix::libc::{EMFILE, ENFILE};
     matches!(error.raw_os_error(), Some(EMFILE | ENFILE))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_brackets_ipv6_only() {
+        assert_eq!(url("127.0.0.1", 8080), "http://127.0.0.1:8080");
+        assert_eq!(url("localhost", 80), "http://localhost:80");
+        assert_eq!(url("::1", 8080), "http://[::1]:8080");
+    }
+
+    #[test]
+    fn binds_ipv6_loopback_given_either_form() {
+        for form in ["::1", "[::1]"] {
+            let args = ["--host", form, "--port", "0"].map(String::from);
+            let config = Config::parse("ch00-test", &[], &args).unwrap().unwrap();
+            match bind(&config.host, config.port, false) {
+                Ok(listener) => assert!(listener.local_addr().unwrap().is_ipv6(), "{form}"),
+                // A machine without IPv6 (some containers) has no `::1` to bind: nothing to see.
+                Err(error) if error.kind() == io::ErrorKind::AddrNotAvailable => {}
+                Err(error) if error.raw_os_error() == Some(nix::libc::EAFNOSUPPORT) => {}
+                Err(error) => panic!("--host {form}: {error}"),
+            }
+        }
+    }
 }

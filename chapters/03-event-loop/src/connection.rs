@@ -148,6 +148,9 @@ impl Connection {
         }
         // Forget the answered requests; the rest waits for more bytes, or for room to answer.
         self.received.drain(..start);
+        if start > 0 {
+            http::trim_buffer(&mut self.received); // a big request's megabytes go with it
+        }
         // Try at once, not next turn: the output usually fits in the socket's send buffer.
         self.send();
     }
@@ -190,9 +193,9 @@ impl Connection {
         }
         if !self.out.is_empty() {
             trace!("fd {}: response sent ({} bytes)", self.fd(), self.out.len());
-            // Keep the buffer for the next response, but not the megabytes of a big file.
+            // Keep the buffer for the next response, but not the megabytes of a big answer.
             self.out.clear();
-            self.out.shrink_to(64 * 1024);
+            http::trim_buffer(&mut self.out);
             self.written = 0;
         }
         if self.state == State::Writing {
@@ -220,6 +223,10 @@ impl Connection {
         let no_more =
             self.peer_closed || (server.shutdown_deadline.is_some() && self.received.is_empty());
         if self.state == State::Reading && self.pending_output() == 0 && no_more {
+            self.state = State::Done;
+        }
+        // A lingering one too, during a shutdown: it counts as idle (see `is_idle`).
+        if self.state == State::Lingering && server.shutdown_deadline.is_some() {
             self.state = State::Done;
         }
         if self.is_done() {
@@ -260,7 +267,11 @@ impl Handler<Server> for Connection {
     }
 
     fn is_idle(&self) -> bool {
-        self.state == State::Reading && self.received.is_empty() && self.pending_output() == 0
+        let between_requests =
+            self.state == State::Reading && self.received.is_empty() && self.pending_output() == 0;
+        // Lingering too: until chapter 4's timers bound lingering, a client that keeps its
+        // socket open after its last answer would hold a shutdown for the grace period.
+        between_requests || self.state == State::Lingering
     }
 }
 

@@ -20,7 +20,7 @@
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use shared::args::Config;
 use shared::http::{self, response::Framing, Parse, Response};
@@ -32,6 +32,10 @@ use crate::{Effect, Reply, Server};
 
 /// How much a lingering connection may send us before we stop being polite and close.
 const MAX_DISCARD: usize = 1024 * 1024;
+
+/// How long a lingering connection waits for the client to fall silent: what it sent before
+/// it saw our answer arrives within a round trip, and 500 ms is many round trips.
+const LINGER_QUIET: Duration = Duration::from_millis(500);
 
 /// Unsent output above which we stop reading and answering this client (backpressure).
 const MAX_PENDING_OUTPUT: usize = 1024 * 1024;
@@ -60,6 +64,8 @@ pub struct Connection {
     peer_closed: bool,
     /// Bytes thrown away after the request (see `read_request`).
     discarded: usize,
+    /// Lingering: since when the client has sent nothing (see `deadline`).
+    quiet_since: Instant,
     /// A request whose answer comes later, and how to frame that answer.
     waiting: Option<(Effect, Framing)>,
     /// Its timeouts count from here: connect, output given or taken, or a next request begun.
@@ -80,6 +86,7 @@ impl Connection {
             state: State::Reading,
             peer_closed: false,
             discarded: 0,
+            quiet_since: Instant::now(),
             waiting: None,
             since: Instant::now(),
             kept_alive: false,
@@ -133,6 +140,7 @@ impl Connection {
         if self.state != State::Reading {
             // The last request is answered: count what follows and drop it, up to a limit.
             self.discarded += count;
+            self.quiet_since = Instant::now();
             if self.discarded > MAX_DISCARD {
                 self.state = State::Done;
             }
@@ -177,6 +185,9 @@ impl Connection {
         }
         // Forget the answered requests; the rest waits for more bytes, or for room to answer.
         self.received.drain(..start);
+        if start > 0 {
+            http::trim_buffer(&mut self.received); // a big request's megabytes go with it
+        }
         // Try at once, not next turn: the output usually fits in the socket's send buffer.
         self.send();
     }
@@ -223,9 +234,9 @@ impl Connection {
         }
         if !self.out.is_empty() {
             trace!("fd {}: response sent ({} bytes)", self.fd(), self.out.len());
-            // Keep the buffer for the next response, but not the megabytes of a big file.
+            // Keep the buffer for the next response, but not the megabytes of a big answer.
             self.out.clear();
-            self.out.shrink_to(64 * 1024);
+            http::trim_buffer(&mut self.out);
             self.written = 0;
         }
         if self.state == State::Writing {
@@ -235,10 +246,11 @@ impl Connection {
 
     /// Closes without losing the response. Closing while the client is still sending (a
     /// pipelined request, a rejected body) makes the kernel send a reset, which can destroy
-    /// the response unread. So we shut our side, wait for the client to close its own
-    /// (throwing away what still comes), then close: nginx's "lingering close".
+    /// the response unread. So we shut our side, wait until the client closes its own or
+    /// falls silent (throwing away what still comes), then close: nginx's "lingering close".
     fn start_lingering(&mut self) {
         let _ = self.stream.shutdown(Shutdown::Write);
+        self.quiet_since = Instant::now();
         self.state = if self.peer_closed { State::Done } else { State::Lingering };
     }
 
@@ -285,6 +297,11 @@ impl Connection {
     /// When this client runs out of time. `None` while a request waits for its answer:
     /// that time is ours, not the client's.
     fn deadline(&self, config: &Config) -> Option<Instant> {
+        if self.state == State::Lingering {
+            // Until the client falls silent; at most the keep-alive timeout after our last byte.
+            let quiet = self.quiet_since + LINGER_QUIET;
+            return Some(quiet.min(self.since + config.keep_alive_timeout));
+        }
         let limit = if self.waiting.is_some() {
             return None;
         } else if self.pending_output() > 0 {
