@@ -14,6 +14,7 @@ use std::future::{self, Future};
 use std::io;
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsRawFd;
+use std::pin::{pin, Pin};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -93,6 +94,9 @@ impl Client {
     /// Answers requests, pipelined ones in order, until one is the last. `Ok` when the
     /// last answer is sent; `Err` when the client left, failed or timed out.
     async fn serve(&mut self, server: &Server) -> io::Result<()> {
+        // Every read of a new request races the shutdown: one place in its line for the
+        // client's whole life, rather than a new one for every request.
+        let mut shutdown = pin!(server.shutdown.wait());
         loop {
             let (action, framing, consumed) = match http::parse(&self.received) {
                 Parse::Complete { request, consumed } => {
@@ -108,7 +112,7 @@ impl Client {
                 }
                 Parse::Incomplete => {
                     self.send(server).await?; // nothing more to answer now: send it all
-                    self.read_request(server).await?;
+                    self.read_request(server, shutdown.as_mut()).await?;
                     continue;
                 }
             };
@@ -202,7 +206,9 @@ impl Client {
     /// Reads more of the next request, within its time: a kept-alive client that sends
     /// nothing has the keep-alive timeout; a new one, or one that has begun a request, the
     /// header timeout (a head that never ends is slowloris: 408). A shutdown ends an idle one.
-    async fn read_request(&mut self, server: &Server) -> io::Result<()> {
+    async fn read_request(
+        &mut self, server: &Server, shutdown: Pin<&mut impl Future<Output = ()>>,
+    ) -> io::Result<()> {
         let config = &server.config;
         let idle = self.received.is_empty();
         let limit =
@@ -213,7 +219,7 @@ impl Client {
             self.stream.read_to(&mut self.received),
         );
         let read = if idle {
-            match race(read, server.shutdown.wait()).await {
+            match race(read, shutdown).await {
                 Winner::First(read) => read,
                 Winner::Second(()) => return Err(io::Error::other("shutting down")),
             }

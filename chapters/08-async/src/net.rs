@@ -8,6 +8,7 @@
 //! looks like a blocking read, and is one for the task: but never for the thread. Each
 //! try spends one of the task's budget for this poll (`executor::spend`).
 
+use std::cell::RefCell;
 use std::future::poll_fn;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -75,6 +76,12 @@ async fn retry<R>(
 // ANCHOR_END: async
 
 // ANCHOR: stream
+const CHUNK: usize = 16 * 1024;
+
+thread_local! {
+    static SCRATCH: RefCell<[u8; CHUNK]> = const { RefCell::new([0; CHUNK]) };
+}
+
 impl Async<TcpStream> {
     /// Connects without blocking: the socket becomes writable when the handshake is over,
     /// and `SO_ERROR` says how it went.
@@ -91,16 +98,17 @@ impl Async<TcpStream> {
     }
 
     /// Reads what has arrived (up to 16 KiB) onto the end of `buffer`; 0 means the peer has
-    /// closed. The scratch array is on the stack only while the read runs: an array held
-    /// across an `.await` is stored in the task, and 10,000 idle tasks would carry one each.
+    /// closed. The bytes land in the thread's scratch array first: an array held across an
+    /// `.await` is stored in the task (10,000 idle tasks would carry one each), and one made
+    /// for each read would be 16 KiB to zero every time.
     pub async fn read_to(&self, buffer: &mut Vec<u8>) -> io::Result<usize> {
-        const CHUNK: usize = 16 * 1024;
         let count = self
             .read_with(|stream| {
-                let mut chunk = [0u8; CHUNK];
-                let count = (&*stream).read(&mut chunk)?;
-                buffer.extend_from_slice(&chunk[..count]);
-                Ok(count)
+                SCRATCH.with_borrow_mut(|chunk| {
+                    let count = (&*stream).read(chunk)?;
+                    buffer.extend_from_slice(&chunk[..count]);
+                    Ok(count)
+                })
             })
             .await?;
         // Less than asked for: the socket is drained, and we know it without one more read
