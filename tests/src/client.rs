@@ -57,11 +57,17 @@ impl Response {
     /// "404 (no such route)": the status and the start of the body, for messages; "404"
     /// alone when there is no body (or it has not been read).
     pub fn summary(&self) -> String {
-        let text = self.text();
-        match text.lines().next().unwrap_or_default() {
-            "" => self.status.to_string(),
-            first_line => format!("{} ({})", self.status, truncate(first_line, 60)),
+        let line = self.body.split(|&byte| byte == b'\n').next().unwrap_or_default();
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            return self.status.to_string();
         }
+        // A binary body is shown escaped (`\x00\xff...`): raw, it would garble the report.
+        let shown = match std::str::from_utf8(line) {
+            Ok(text) if !text.chars().any(char::is_control) => text.to_string(),
+            _ => line.escape_ascii().to_string(),
+        };
+        format!("{} ({})", self.status, truncate(&shown, 60))
     }
 }
 

@@ -5,6 +5,10 @@
 //! | it works | pass | **fail**: the table is out of date (or the probe too weak) |
 //! | it lacks the capability, as expected | **fail** | pass, and print why: the lesson |
 //! | something broken | **fail** | **fail** |
+//!
+//! A reader's own server (the runner's `--command` and `--addr`) is judged the same way,
+//! but one: a server that can do more than the chapter it is held to passes. Our chapters'
+//! "no" is part of their lesson; a reader's server is not wrong to be ahead of it.
 
 use std::io::Write;
 use std::panic::{self, AssertUnwindSafe};
@@ -20,34 +24,64 @@ use crate::server::Program;
 #[derive(Debug, PartialEq, Eq)]
 pub enum Verdict {
     Pass,
+    /// A reader's server has a capability the chapter it is held to lacks: a pass, and
+    /// `why` the chapter lacks it.
+    Ahead {
+        why: &'static str,
+    },
     /// The chapter lacks the capability, as the manifest says it does.
     ExpectedLimitation {
         why: &'static str,
         seen: String,
     },
-    Fail(String),
+    Fail(Failure, String),
     Skipped(String),
+}
+
+/// Why a check failed: what a row of the runner's report says of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// Something no chapter may get wrong: a wrong status, a missing header, a crash.
+    Broken,
+    /// It lacks a capability the manifest says the chapter has.
+    Lacks,
+    /// One of our chapters can do what the manifest says it cannot.
+    Exceeds,
+}
+
+/// Whose server a probe ran against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Whose {
+    /// One of the workbook's chapters, built by the suite.
+    Ours,
+    /// A reader's (`--command`, `--addr`).
+    Readers,
 }
 
 // ANCHOR: judge
 /// Compares what a probe saw with what the manifest promises.
-pub fn judge(chapter: &Chapter, probe: &Probe, probed: Probed) -> Verdict {
+pub fn judge(chapter: &Chapter, probe: &Probe, probed: Probed, whose: Whose) -> Verdict {
     let description = manifest::row(probe.capability).description;
     match (probed, manifest::expectation(probe.capability, chapter)) {
         (Err(Stop::Skipped(why)), _) => Verdict::Skipped(why.to_string()),
-        (Err(Stop::Broken(what)), _) => Verdict::Fail(what),
+        (Err(Stop::Broken(what)), _) => Verdict::Fail(Failure::Broken, what),
         (Ok(Outcome::Works), Expect::Yes) => Verdict::Pass,
         (Ok(Outcome::Lacks(seen)), Expect::No(why)) => Verdict::ExpectedLimitation { why, seen },
-        (Ok(Outcome::Lacks(seen)), Expect::Yes) => {
-            Verdict::Fail(format!("{} should have \"{description}\", but {seen}", chapter.name))
-        }
-        (Ok(Outcome::Works), Expect::No(why)) => Verdict::Fail(format!(
-            "{} passed, but the manifest says it lacks \"{description}\" ({why}). If the \
-             chapter really can do this now, change its column in tests/src/manifest.rs and \
-             regenerate book/src/generated/capabilities.md; if not, this probe has become \
-             too weak to see the difference.",
-            chapter.name
-        )),
+        (Ok(Outcome::Lacks(seen)), Expect::Yes) => Verdict::Fail(
+            Failure::Lacks,
+            format!("{} should have \"{description}\", but {seen}", chapter.name),
+        ),
+        (Ok(Outcome::Works), Expect::No(why)) if whose == Whose::Readers => Verdict::Ahead { why },
+        (Ok(Outcome::Works), Expect::No(why)) => Verdict::Fail(
+            Failure::Exceeds,
+            format!(
+                "{} passed, but the manifest says it lacks \"{description}\" ({why}). If the \
+                 chapter really can do this now, change its column in tests/src/manifest.rs \
+                 and regenerate book/src/generated/capabilities.md; if not, this probe has \
+                 become too weak to see the difference.",
+                chapter.name
+            ),
+        ),
     }
 }
 // ANCHOR_END: judge
@@ -55,6 +89,10 @@ pub fn judge(chapter: &Chapter, probe: &Probe, probed: Probed) -> Verdict {
 /// Runs `probe` against `chapter`. A panic inside the probe (a bug in the suite) becomes
 /// a failure instead of taking the runner down.
 pub fn run(chapter: &'static Chapter, probe: &Probe, launch: Launch) -> Verdict {
+    let whose = match &launch {
+        Launch::Start { program: Program::Binary(_) } => Whose::Ours,
+        Launch::Start { program: Program::Shell(_) } | Launch::External { .. } => Whose::Readers,
+    };
     let target = Target { chapter, launch };
     let probed =
         panic::catch_unwind(AssertUnwindSafe(|| (probe.run)(&target))).unwrap_or_else(|panic| {
@@ -65,7 +103,7 @@ pub fn run(chapter: &'static Chapter, probe: &Probe, launch: Launch) -> Verdict 
                 .unwrap_or("(no message)");
             Err(Stop::Broken(format!("the probe panicked: {message}")))
         });
-    judge(chapter, probe, probed)
+    judge(chapter, probe, probed, whose)
 }
 
 /// One line for the verdict, as the runner and the tests print it.
@@ -73,10 +111,11 @@ pub fn describe(chapter: &Chapter, probe: &Probe, verdict: &Verdict) -> String {
     let label = format!("{} {}", chapter.name, probe.name);
     match verdict {
         Verdict::Pass => format!("{label}: pass"),
+        Verdict::Ahead { why } => format!("{label}: pass, ahead of the chapter ({why})"),
         Verdict::ExpectedLimitation { why, seen } => {
             format!("{label}: expected limitation: {why}\n    seen: {seen}")
         }
-        Verdict::Fail(what) => format!("{label}: FAIL: {what}"),
+        Verdict::Fail(_, what) => format!("{label}: FAIL: {what}"),
         Verdict::Skipped(why) => format!("{label}: skipped: {why}"),
     }
 }
@@ -128,8 +167,8 @@ pub fn test(number: u8, probe_name: &str, build_dir: &Path) {
         Verdict::Skipped(why) => {
             print_uncaptured(&format!("suite: SKIPPED {} on {}: {why}", probe.name, chapter.name))
         }
-        Verdict::Pass => {}
-        Verdict::Fail(_) => panic!("{}", describe(chapter, probe, &verdict)),
+        Verdict::Pass | Verdict::Ahead { .. } => {}
+        Verdict::Fail(..) => panic!("{}", describe(chapter, probe, &verdict)),
     }
 }
 // ANCHOR_END: cargo_test

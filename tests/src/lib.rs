@@ -20,6 +20,11 @@
 //!   upstream server for `/upstream/`, a look at the kernel's socket queues, and at what a
 //!   server process uses (CPU time, memory, descriptors).
 //!
+//! - [`flags`]: every flag the suite passes a server, and from which chapter on it must
+//!   be accepted (the book's page on a reader's own server lists them).
+//! - [`report`]: the runner's report: a cause shared by many checks said once, at the
+//!   top; one line per check and per row of the capability table; the summary last.
+//!
 //! Two front ends share all of this: `cargo test` (tests/suite.rs: one test per probe
 //! and chapter) and the runner in `src/main.rs`, which can also check a server the suite
 //! did not start (`cargo run -p suite -- --addr 127.0.0.1:8080 --chapter 2`), or start a
@@ -28,10 +33,12 @@
 
 pub mod chapters;
 pub mod client;
+pub mod flags;
 pub mod harness;
 pub mod kernel;
 pub mod manifest;
 pub mod probes;
+pub mod report;
 pub mod resources;
 pub mod server;
 pub mod site;

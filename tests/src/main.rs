@@ -7,6 +7,7 @@
 //! cargo run -p suite -- --command 'python3 my_server.py' --chapter 3
 //! cargo run -p suite -- --addr 127.0.0.1:8080 --chapter 2
 //! cargo run -p suite -- --capability-table             # the book's appendix table
+//! cargo run -p suite -- --flags-table                  # the flags, for the book
 //! ```
 //!
 //! The exit status is 1 when any check fails, so a course can grade a reader's server
@@ -23,29 +24,33 @@ use std::thread;
 use std::time::Duration;
 
 use suite::chapters::{self, Chapter, CHAPTERS};
-use suite::harness::{self, Verdict};
-use suite::manifest::{Expect, MANIFEST};
+use suite::harness::{self, Failure, Verdict};
 use suite::probes::{Launch, Probe, PROBES};
+use suite::report::{self, Checked};
 use suite::server::{self, Options, Program, Server};
 
 const USAGE: &str = "\
 usage: suite [--chapter N] [--command CMD | --addr HOST:PORT] [--only NAME]
-       suite --capability-table
+       suite --capability-table | --flags-table
 
   (no flags)          start every chapter that exists and run every probe against it
   --chapter N         only chapter N (the NN of chapters/NN-name)
   --command CMD       your own server, in any language: every probe starts it as it starts
                       ours, with the contract's flags appended (sh -c 'exec CMD \"$@\"'
-                      with --host 127.0.0.1 --port 0, --root DIR, ...), and none is
-                      skipped. CMD is one command: 'python3 my_server.py', './server'.
-                      --chapter N says which chapter's expectations to hold it to.
+                      with --host 127.0.0.1 --port 0, --root DIR, ...; --flags-table
+                      lists them all), and none is skipped. CMD is one command:
+                      'python3 my_server.py', './server'. --chapter N says which
+                      chapter's expectations to hold it to. Its Server header may say
+                      anything.
   --addr HOST:PORT    probe a server you started yourself; --chapter says which chapter's
                       expectations to hold it to. Probes that must start the server
                       themselves (special flags, signals) are skipped.
   --only NAME         only the probes whose name contains NAME
   --capability-table  print the capability table (Markdown) for the book
+  --flags-table       print the flags a server must accept, by chapter (Markdown)
 
-The exit status is 1 if any check fails, 0 otherwise.";
+The report says a cause shared by several checks once, at the top, and ends with the
+summary line. The exit status is 1 if any check fails, 0 otherwise.";
 
 /// How many probes run at once against servers we start (each has its own server).
 const PARALLEL: usize = 8;
@@ -59,10 +64,18 @@ struct Args {
     command: Option<String>,
     only: Option<String>,
     table: bool,
+    flags_table: bool,
 }
 
 fn parse_args(words: impl Iterator<Item = String>) -> Result<Args, String> {
-    let mut args = Args { chapter: None, address: None, command: None, only: None, table: false };
+    let mut args = Args {
+        chapter: None,
+        address: None,
+        command: None,
+        only: None,
+        table: false,
+        flags_table: false,
+    };
     let mut words = words;
     while let Some(flag) = words.next() {
         let mut value = || words.next().ok_or(format!("{flag} needs a value"));
@@ -86,6 +99,7 @@ fn parse_args(words: impl Iterator<Item = String>) -> Result<Args, String> {
             }
             "--only" => args.only = Some(value()?),
             "--capability-table" => args.table = true,
+            "--flags-table" => args.flags_table = true,
             "--help" | "-h" => {
                 println!("{USAGE}");
                 exit(0);
@@ -112,6 +126,10 @@ fn main() {
     });
     if args.table {
         print!("{}", suite::manifest::capability_table());
+        return;
+    }
+    if args.flags_table {
+        print!("{}", suite::flags::flags_table());
         return;
     }
     let probes: Vec<&'static Probe> = PROBES
@@ -149,9 +167,7 @@ fn main() {
 }
 
 /// A reader's server, started for every probe as the suite starts ours.
-fn run_command(
-    chapter: &'static Chapter, line: &str, probes: &[&'static Probe],
-) -> Vec<(&'static Chapter, &'static Probe, Verdict)> {
+fn run_command(chapter: &'static Chapter, line: &str, probes: &[&'static Probe]) -> Vec<Checked> {
     stop_servers_on_interrupt();
     let program = Program::Shell(line.to_string());
     // Once first, with time to compile: a command that cannot start would fail every
@@ -201,9 +217,7 @@ fn stop_servers_on_interrupt() {
 }
 
 /// Starts each chapter's servers ourselves, probes in parallel.
-fn run_own(
-    args: &Args, probes: &[&'static Probe],
-) -> Vec<(&'static Chapter, &'static Probe, Verdict)> {
+fn run_own(args: &Args, probes: &[&'static Probe]) -> Vec<Checked> {
     let chapters: Vec<&'static Chapter> = match args.chapter {
         Some(chapter) => vec![chapter],
         None => CHAPTERS.iter().collect(),
@@ -228,7 +242,8 @@ fn run_own(
             // Every probe of a chapter that does not build fails; the others go on.
             Err(error) => {
                 eprintln!("suite: cannot build {}: {error}", chapter.name);
-                let failure = || Verdict::Fail(format!("cannot build {}", chapter.name));
+                let failure =
+                    || Verdict::Fail(Failure::Broken, format!("cannot build {}", chapter.name));
                 broken.extend(probes.iter().map(|probe| (chapter, *probe, failure())));
             }
         }
@@ -240,9 +255,7 @@ fn run_own(
 }
 
 /// Runs every job, [`PARALLEL`] at a time, each probe starting servers of its own.
-fn run_parallel(
-    jobs: Vec<(&'static Chapter, &'static Probe, Program)>,
-) -> Vec<(&'static Chapter, &'static Probe, Verdict)> {
+fn run_parallel(jobs: Vec<(&'static Chapter, &'static Probe, Program)>) -> Vec<Checked> {
     // A few workers take jobs off one shared list until it is empty.
     let jobs = Mutex::new(jobs.into_iter());
     let verdicts = Mutex::new(Vec::new());
@@ -265,7 +278,7 @@ fn run_parallel(
 }
 
 /// Back into the table's order: by chapter, then as PROBES lists them.
-fn sort(verdicts: &mut [(&'static Chapter, &'static Probe, Verdict)]) {
+fn sort(verdicts: &mut [Checked]) {
     let position = |probe: &Probe| PROBES.iter().position(|p| p.name == probe.name);
     verdicts.sort_by_key(|(chapter, probe, _)| (chapter.number, position(probe)));
 }
@@ -280,92 +293,11 @@ fn build_dir() -> PathBuf {
     target.join("tmp").join("suite-bins")
 }
 
-/// One row of the table.
-fn report(chapter: &Chapter, probe: &Probe, verdict: &Verdict) {
-    let label = match verdict {
-        Verdict::Pass => "pass".to_string(),
-        Verdict::ExpectedLimitation { why, seen } => {
-            format!("expected limitation: {why}\n{:46}seen: {seen}", "")
-        }
-        Verdict::Fail(what) => format!("FAIL: {what}"),
-        Verdict::Skipped(why) => format!("skipped: {why}"),
-    };
-    println!("{:<17} {:<27} {label}", chapter.name, probe.name);
-}
-
-fn summarize(verdicts: &[(&Chapter, &Probe, Verdict)]) {
-    for (chapter, probe, verdict) in verdicts {
-        report(chapter, probe, verdict);
-    }
-    if let [(chapter, ..), rest @ ..] = verdicts {
-        if rest.iter().all(|(other, ..)| other.number == chapter.number) {
-            summarize_rows(chapter, verdicts);
-        }
-    }
-    let count =
-        |wanted: fn(&Verdict) -> bool| verdicts.iter().filter(|(_, _, v)| wanted(v)).count();
-    let pass = count(|v| matches!(v, Verdict::Pass));
-    let limited = count(|v| matches!(v, Verdict::ExpectedLimitation { .. }));
-    let fail = count(|v| matches!(v, Verdict::Fail(_)));
-    let skipped = count(|v| matches!(v, Verdict::Skipped(_)));
-    println!(
-        "\n{} checks: {pass} pass, {limited} expected limitations, {fail} fail, {skipped} skipped",
-        verdicts.len()
-    );
-    if fail > 0 {
-        println!("\nfailures:");
-        for (chapter, probe, verdict) in verdicts {
-            if matches!(verdict, Verdict::Fail(_)) {
-                println!("  {}", harness::describe(chapter, probe, verdict));
-            }
-        }
+/// Prints the report (its last line is the summary), and exits 1 if any check failed.
+fn summarize(verdicts: &[Checked]) {
+    print!("{}", report::render(verdicts));
+    if verdicts.iter().any(|(.., verdict)| matches!(verdict, Verdict::Fail(..))) {
         exit(1);
-    }
-}
-
-/// One line per row of the capability table, for a run on one chapter: what a course
-/// grades a stage by.
-///
-/// ```text
-/// by row of the capability table (what ch03-event-loop must show):
-///   ok    keep-alive and pipelining (has it): 2 checks
-///   FAIL  graceful shutdown on SIGTERM (has it): 1 of 2 checks fail: prompt_shutdown
-/// ```
-fn summarize_rows(chapter: &Chapter, verdicts: &[(&Chapter, &Probe, Verdict)]) {
-    println!("\nby row of the capability table (what {} must show):", chapter.name);
-    for row in MANIFEST {
-        let checks: Vec<(&Probe, &Verdict)> = verdicts
-            .iter()
-            .filter(|(_, probe, _)| probe.capability == row.capability)
-            .map(|(_, probe, verdict)| (*probe, verdict))
-            .collect();
-        if checks.is_empty() {
-            continue; // left out by --only
-        }
-        let failed: Vec<&str> = checks
-            .iter()
-            .filter(|(_, verdict)| matches!(verdict, Verdict::Fail(_)))
-            .map(|(probe, _)| probe.name)
-            .collect();
-        let skipped = checks.iter().filter(|(_, v)| matches!(v, Verdict::Skipped(_))).count();
-        let expected = match row.chapters[usize::from(chapter.number - 1)] {
-            Expect::Yes => "has it",
-            Expect::No(_) => "lacks it",
-        };
-        let checked = match checks.len() {
-            1 => "1 check".to_string(),
-            count => format!("{count} checks"),
-        };
-        let (label, detail) = if !failed.is_empty() {
-            ("FAIL", format!("{} of {checked} fail: {}", failed.len(), failed.join(", ")))
-        } else if skipped == checks.len() {
-            ("skip", format!("{checked}, all skipped"))
-        } else if skipped > 0 {
-            ("ok", format!("{checked}, {skipped} skipped"))
-        } else {
-            ("ok", checked)
-        };
-        println!("  {label:<5} {} ({expected}): {detail}", row.description);
     }
 }
 

@@ -23,6 +23,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::chapters::Chapter;
+use crate::flags::{Needed, FLAGS};
 
 /// How long a server may take to print its first line.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
@@ -81,6 +82,15 @@ impl Program {
         match self {
             Program::Binary(_) => chapter.name.to_string(),
             Program::Shell(line) => format!("`{line}`"),
+        }
+    }
+
+    /// What the `Server` header of its answers must say: our chapters name themselves
+    /// (`Server: ch03-event-loop`); a reader's server may say anything.
+    pub fn server_name(&self, chapter: &Chapter) -> Option<&'static str> {
+        match self {
+            Program::Binary(_) => Some(chapter.name),
+            Program::Shell(_) => None,
         }
     }
 
@@ -220,6 +230,9 @@ pub struct Server {
     /// Who messages name: the chapter (`ch03-event-loop`), or a reader's command.
     pub label: String,
     pub address: SocketAddr,
+    /// What its `Server` header must say: the chapter's name for one of ours. `None` for
+    /// a reader's server (`--command`, `--addr`), which may name itself as it likes.
+    pub server_name: Option<&'static str>,
     /// `None` for a server the suite did not start.
     child: Option<Child>,
     /// A reader's command's process group, killed with it.
@@ -238,6 +251,7 @@ impl Server {
             chapter,
             label: chapter.name.to_string(),
             address,
+            server_name: None,
             child: None,
             group: None,
             exit: None,
@@ -344,6 +358,7 @@ impl Server {
             chapter,
             label: label.clone(),
             address: SocketAddr::from(([127, 0, 0, 1], 0)),
+            server_name: program.server_name(chapter),
             child: Some(child),
             group,
             exit: None,
@@ -376,26 +391,49 @@ impl Server {
                 let stderr = server.stderr_text();
                 // Ours say "unknown flag --threads"; a reader's may say it another way
                 // ("unrecognized arguments: --threads 2"), but names the flag.
-                let names_a_flag = stderr.contains("unknown flag")
-                    || options.if_supported.iter().any(|(flag, _)| stderr.contains(flag));
-                if status.and_then(|status| status.code()) == Some(2) && names_a_flag {
-                    return Err(Refused::UnknownFlag(stderr));
-                }
-                let why = match status.and_then(|status| status.code()) {
+                let optional = options.if_supported.iter().find(|(flag, _)| stderr.contains(flag));
+                let names_a_flag = stderr.contains("unknown flag") || optional.is_some();
+                let code = status.and_then(|status| status.code());
+                let required = || {
+                    let names: Vec<&str> = FLAGS
+                        .iter()
+                        .filter(|flag| matches!(flag.needed, Needed::Always))
+                        .map(|flag| flag.name)
+                        .collect();
+                    format!(
+                        ": a refused command line? Every chapter takes {}; `cargo run -p \
+                         suite -- --flags-table` lists the flags of later chapters",
+                        names.join(", ")
+                    )
+                };
+                let why = match code {
                     Some(127) if program.typed(&args).is_some() => {
                         ": the shell found no such program. The suite runs `exec CMD ARGS`, \
                          so CMD must be one program and its arguments; put anything more (a \
                          `cd`, a variable) in a script"
+                            .to_string()
                     }
-                    Some(126) => ": the program is not executable",
-                    _ => "",
+                    Some(126) => ": the program is not executable".to_string(),
+                    Some(2) => required(),
+                    // Refused, but not the way the suite can tell: it would have started
+                    // the server again without the flag.
+                    Some(_) if optional.is_some() => format!(
+                        ": its stderr names {}, a later chapter's flag; refuse a flag you do \
+                         not know with exit status 2, and the suite starts you again without it",
+                        optional.map_or("", |(flag, _)| flag)
+                    ),
+                    _ => String::new(),
                 };
-                return Err(Refused::Other(format!(
+                let message = format!(
                     "{label} exited without printing `listening on http://HOST:PORT` \
                      ({}{why}){ran}{}",
                     status.map_or("still running".to_string(), |status| status.to_string()),
                     server.stderr_note()
-                )));
+                );
+                if code == Some(2) && names_a_flag {
+                    return Err(Refused::UnknownFlag(message));
+                }
+                return Err(Refused::Other(message));
             }
         };
         // The read end's last holder: from now on the server's writes to stderr fail.
@@ -496,9 +534,9 @@ impl Drop for Server {
     }
 }
 
-/// Why a server did not start.
+/// Why a server did not start, in words for a message.
 enum Refused {
-    /// It rejected a flag as unknown (exit 2): a flag from a later chapter.
+    /// It rejected a flag as unknown (exit 2, naming it): a flag from a later chapter.
     UnknownFlag(String),
     Other(String),
 }
@@ -506,8 +544,7 @@ enum Refused {
 impl std::fmt::Display for Refused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Refused::UnknownFlag(stderr) => write!(f, "rejected a flag: {}", stderr.trim()),
-            Refused::Other(message) => f.write_str(message),
+            Refused::UnknownFlag(message) | Refused::Other(message) => f.write_str(message),
         }
     }
 }
@@ -627,6 +664,15 @@ mod tests {
         assert!(silent.contains("flush"), "{silent}");
         let early = start("sh -c 'echo oops >&2; exit 3' sh");
         assert!(early.contains("exit status: 3") && early.contains("oops"), "{early}");
+        let refusing = start("sh -c 'echo unknown flag --root >&2; exit 2' sh");
+        assert!(
+            refusing.contains(
+                "exit status: 2: a refused command line? Every chapter takes \
+                                   --host, --port, --root"
+            ),
+            "{refusing}"
+        );
+        assert!(refusing.contains("unknown flag --root"), "{refusing}");
         let wrong = start("echo hello #");
         assert!(wrong.contains("first line on stdout is \"hello\""), "{wrong}");
     }

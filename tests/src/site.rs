@@ -21,6 +21,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::client::show;
+
 pub const HELLO_TXT: &str = "hello from a file\n";
 pub const INDEX_HTML: &str = "<!doctype html>\n<title>suite</title>\n<p>the suite's root</p>\n";
 pub const SUB_INDEX_HTML: &str = "<!doctype html>\n<p>sub</p>\n";
@@ -114,6 +116,31 @@ pub fn first_difference(expected: &[u8], got: &[u8]) -> Option<usize> {
         .or_else(|| (expected.len() != got.len()).then(|| expected.len().min(got.len())))
 }
 
+/// Where a body that came (`got`) first differs from the one `expected`, with a few bytes
+/// of each from just before there, for a message:
+///
+/// ```text
+/// the body differs from byte 5 on (from byte 0, expected `Hello, world!\n`, came
+/// `Hello world!\n`; 13 of 14 bytes came)
+/// ```
+pub fn difference(expected: &[u8], got: &[u8]) -> Option<String> {
+    let at = first_difference(expected, got)?;
+    // A little before the difference, to show where it is, and a little after.
+    let from = at.saturating_sub(8);
+    let excerpt = |bytes: &[u8]| match bytes.get(from..(at + 16).min(bytes.len())) {
+        Some(bytes) if !bytes.is_empty() => format!("`{}`", show(bytes)),
+        _ => "nothing".to_string(),
+    };
+    Some(format!(
+        "the body differs from byte {at} on (from byte {from}, expected {}, came {}; {} of {} \
+         bytes came)",
+        excerpt(expected),
+        excerpt(got),
+        got.len(),
+        expected.len()
+    ))
+}
+
 /// A file size sure to fill the kernel's socket buffers, so a server writing it to a
 /// client that does not read must block (or, if it is non-blocking, wait for writability).
 /// Linux lets a socket's send buffer grow to `tcp_wmem`'s maximum; the reader's receive
@@ -141,6 +168,21 @@ mod tests {
         let mut b = a.clone();
         b[500] ^= 1;
         assert_eq!(first_difference(&a, &b), Some(500));
+    }
+
+    #[test]
+    fn a_difference_shows_both_sides() {
+        let shown = difference(b"Hello, world!\n", b"Hello world!\n").expect("they differ");
+        assert_eq!(
+            shown,
+            "the body differs from byte 5 on (from byte 0, expected `Hello, world!\\n`, came \
+             `Hello world!\\n`; 13 of 14 bytes came)"
+        );
+        let short = difference(b"0123456789abcdefghij", b"0123456789").expect("they differ");
+        assert!(short.contains("expected `23456789abcdefghij`, came `23456789`"), "{short}");
+        let none = difference(b"Hello", b"").expect("they differ");
+        assert!(none.contains("expected `Hello`, came nothing; 0 of 5"), "{none}");
+        assert_eq!(difference(b"same", b"same"), None);
     }
 
     #[test]

@@ -1,18 +1,23 @@
 //! The runner's `--command` from the outside, as a course would use it: a server the suite
-//! did not build (a copy of chapter 1's program, in a folder whose name has a space), run
-//! through the shell, judged, and summed up in the exit status.
+//! did not build (a copy of chapter 1's program, in a folder whose name has a space; a
+//! student's server in Python), run through the shell, judged, and summed up in the report
+//! and the exit status.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
-use suite::chapters;
+use suite::chapters::{self, workspace_root};
+use suite::harness::print_uncaptured;
+use suite::manifest::MANIFEST;
+use suite::probes::PROBES;
 
 /// Chapter 1's program, built as tests/suite.rs builds it, copied where the suite has
 /// never seen it. `None` (and the test says so) while chapter 1 does not exist.
 fn students_program() -> Option<PathBuf> {
     let chapter = chapters::chapter(1).expect("chapter 1 is in CHAPTERS");
     if !chapter.is_present() {
-        suite::harness::print_uncaptured("suite: SKIPPED command tests: no chapter 1 yet");
+        print_uncaptured("suite: SKIPPED command tests: no chapter 1 yet");
         return None;
     }
     let build_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("suite-bins");
@@ -44,14 +49,118 @@ fn command_runs_a_server_the_suite_did_not_build() {
     assert!(passing.status.success(), "{passing:?}");
     assert!(stdout.contains("1 checks: 1 pass, 0 expected limitations, 0 fail"), "{stdout}");
 
-    // Held to chapter 2's expectations, chapter 1's program fails: its Server header
-    // names the wrong chapter. A course's script sees it in the exit status.
-    let failing = run_suite(&program, &["--chapter", "2", "--only", "hello"]);
+    // Held to chapter 3's expectations, chapter 1's program fails: it has no keep-alive.
+    // A course's script sees it in the exit status, and the row says why: it lacks it.
+    let failing = run_suite(&program, &["--chapter", "3", "--only", "pipelining"]);
     let stdout = String::from_utf8_lossy(&failing.stdout);
     assert_eq!(failing.status.code(), Some(1), "{failing:?}");
     assert!(stdout.contains("1 checks: 0 pass, 0 expected limitations, 1 fail"), "{stdout}");
-    assert!(stdout.contains("not \"ch02-poll\""), "{stdout}");
+    assert!(
+        stdout.contains(
+            "  FAIL  keep-alive and pipelining (expected: has it): 1 of 1 check fail; lacks \
+             it: pipelining\n"
+        ),
+        "{stdout}"
+    );
     let _ = std::fs::remove_file(program);
+}
+
+/// A server that refuses a flag every chapter must take fails every check that passes it,
+/// for one reason: the report says it once, at the top, and ends with the summary.
+#[test]
+fn a_shared_cause_is_said_once_at_the_top() {
+    let Some(program) = students_program() else { return };
+    // Chapter 1's program, but for a `--root`, which it refuses as a student's might.
+    let script = program.with_extension("refuses-root.sh");
+    let quoted = format!("'{}'", program.display().to_string().replace('\'', r"'\''"));
+    let text = format!(
+        "#!/bin/sh\ncase \" $* \" in *\" --root \"*) echo \"unknown flag --root\" >&2; exit 2;; \
+         esac\nexec {quoted} \"$@\"\n"
+    );
+    std::fs::write(&script, text).expect("the script");
+    let chmod = Command::new("chmod").arg("+x").arg(&script).status().expect("chmod runs");
+    assert!(chmod.success());
+    // The checks whose name has "file" in it: each serves files from a --root of its own.
+    let output = run_suite(&script, &["--chapter", "1", "--only", "file"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let checks = PROBES.iter().filter(|probe| probe.name.contains("file")).count();
+    assert!(checks >= 3, "too few checks for a shared cause: {checks}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[0].starts_with("causes shared by several checks"), "{stdout}");
+    assert!(lines[1].starts_with(&format!("  [A] {checks} checks: ")), "{stdout}");
+    assert!(lines[1].contains("exit status: 2: a refused command line?"), "{stdout}");
+    assert_eq!(stdout.matches("unknown flag --root").count(), 1, "said once:\n{stdout}");
+    assert_eq!(stdout.matches("FAIL [A]").count(), checks, "{stdout}");
+    let summary =
+        format!("{checks} checks: 0 pass, 0 expected limitations, {checks} fail, 0 skipped");
+    assert_eq!(lines.last(), Some(&summary.as_str()), "{stdout}");
+    let _ = std::fs::remove_file(script);
+    let _ = std::fs::remove_file(program);
+}
+
+/// Is there a `python3` to run the student's server with? CI machines may have only the
+/// Rust toolchain.
+fn python3() -> bool {
+    Command::new("python3").arg("--version").output().is_ok_and(|output| output.status.success())
+}
+
+/// A student's chapter 1 server in Python (tests/student/server.py), graded as a course
+/// would: within a minute, every check run, the report ending with its summary line, one
+/// line per row of the capability table. Its `Server: my-server` is no fault; its bugs are
+/// (it follows a symbolic link out of the root).
+#[test]
+fn a_students_python_server_is_graded_in_under_a_minute() {
+    if !python3() {
+        print_uncaptured(
+            "suite: SKIPPED a_students_python_server_is_graded_in_under_a_minute: no python3 \
+             here to run tests/student/server.py",
+        );
+        return;
+    }
+    let started = Instant::now();
+    let output = Command::new(env!("CARGO_BIN_EXE_suite"))
+        .current_dir(workspace_root())
+        .args(["--command", "python3 tests/student/server.py", "--chapter", "1"])
+        .output()
+        .expect("the suite runs");
+    let took = started.elapsed();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(took < Duration::from_secs(60), "graded in {took:?}:\n{stdout}");
+
+    let lines: Vec<&str> = stdout.lines().collect();
+    let summary = lines.last().copied().unwrap_or_default();
+    assert!(summary.starts_with(&format!("{} checks: ", PROBES.len())), "{stdout}");
+    let failed = !summary.contains(" 0 fail,");
+    assert_eq!(output.status.code(), Some(i32::from(failed)), "{summary}");
+    // What it names itself is its own business.
+    assert!(!stdout.contains("Server header"), "{stdout}");
+    let row_of = |name: &str| {
+        lines
+            .iter()
+            .find(|line| line.split_whitespace().nth(1) == Some(name))
+            .unwrap_or_else(|| panic!("no row for {name}:\n{stdout}"))
+    };
+    assert!(row_of("hello").ends_with(" pass"), "{stdout}");
+    assert!(row_of("idle_client").contains("expected limitation"), "{stdout}");
+    assert!(row_of("path_traversal").contains("FAIL: GET /files/link-out"), "{stdout}");
+
+    // One line per row of the capability table, each with what the table expects.
+    let rows: Vec<&str> = lines
+        .iter()
+        .skip_while(|line| !line.starts_with("by row of the capability table"))
+        .skip(1)
+        .take_while(|line| !line.is_empty())
+        .copied()
+        .collect();
+    assert_eq!(rows.len(), MANIFEST.len(), "{stdout}");
+    for (row, line) in MANIFEST.iter().zip(&rows) {
+        assert!(line.contains(row.description), "{line} is not the row {:?}", row.description);
+        let expected = line.contains("(expected: has it)") || line.contains("(expected: lacks it)");
+        let kind = ["broken: ", "lacks it: ", "has it anyway: "].iter().any(|k| line.contains(k));
+        assert!(expected, "{line}");
+        assert!(line.starts_with("  ok ") || (line.starts_with("  FAIL ") && kind), "{line}");
+    }
+    assert!(rows[0].contains("broken: ") && rows[0].contains("path_traversal"), "{stdout}");
 }
 
 #[test]

@@ -60,12 +60,8 @@ fn ask_and_half_close(
             .read_response(deadline, false)
             .map_err(|error| broken(format!("{what}: {error}{}", server.stderr_note())))?;
         expect_status(&response, &[200], &what)?;
-        if let Some(at) = first_difference(body, &response.body) {
-            return Err(broken(format!(
-                "{what}: the body differs from byte {at} on ({} of {} bytes came)",
-                response.body.len(),
-                body.len()
-            )));
+        if let Some(difference) = site::difference(body, &response.body) {
+            return Err(broken(format!("{what}: {difference}")));
         }
         if response.says_close() {
             break;

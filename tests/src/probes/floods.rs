@@ -360,12 +360,18 @@ fn trickle(
     let mut attackers: Vec<Option<Attacker>> = (0..clients).map(|_| None).collect();
     loop {
         let now = Instant::now();
+        // Once a connect fails (it waits up to a second), the server's backlog is full:
+        // the rest wait for the next tick. Trying each in turn would keep this thread from
+        // seeing the stop for minutes, with hundreds of attackers shut out.
+        let mut backlog_full = false;
         for slot in &mut attackers {
-            if slot.is_none() {
+            if slot.is_none() && !backlog_full {
                 *slot = Attacker::connect(address, now);
                 if slot.is_some() {
                     tally.connections += 1;
                     connected.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    backlog_full = true;
                 }
             }
             let Some(attacker) = slot else { continue };
@@ -971,17 +977,21 @@ pub fn big_download_memory(target: &Target) -> Probed {
             if download.received == length {
                 continue;
             }
-            match download.client.read_some(length - download.received, turn_ends) {
-                Ok(bytes) => {
-                    download.received += bytes.len();
-                    progress_at = Instant::now();
-                }
-                Err(ReadError::TimedOut { .. }) => {}
-                Err(error) => {
-                    return Err(broken(format!(
-                        "{what}: {error} ({} of {length} body bytes had come)",
-                        download.received
-                    )))
+            // Read for the whole turn, not once: a server that sends one download at a
+            // time (chapter 1) would otherwise take minutes, 64 KiB a turn.
+            while download.received < length {
+                match download.client.read_some(length - download.received, turn_ends) {
+                    Ok(bytes) => {
+                        download.received += bytes.len();
+                        progress_at = Instant::now();
+                    }
+                    Err(ReadError::TimedOut { .. }) => break,
+                    Err(error) => {
+                        return Err(broken(format!(
+                            "{what}: {error} ({} of {length} body bytes had come)",
+                            download.received
+                        )))
+                    }
                 }
             }
         }

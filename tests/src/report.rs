@@ -1,0 +1,346 @@
+//! The runner's report: what a reader, or a course's grading script, reads after a run.
+//!
+//! ```text
+//! causes shared by several checks, each said once (the checks name it by its letter):
+//!   [A] 12 checks: `./server` exited without printing `listening on http://HOST:PORT`
+//!       (exit status: 2: a refused command line? ...); its stderr ends: unknown flag --root
+//!
+//! ch01-blocking     hello                       pass
+//! ch01-blocking     files                       FAIL [A]
+//! ch01-blocking     upstream_relay              FAIL: GET /upstream/teapot: expected 418, ...
+//! ch01-blocking     idle_client                 expected limitation: ch01 serves one ...
+//! ...
+//! by row of the capability table (what ch01-blocking must show):
+//!   FAIL  routes, HEAD, ... (expected: has it): 10 of 31 checks fail; broken: files [A], ...
+//!   ok    an idle or slow client does not hold up others (expected: lacks it): 3 checks
+//!   FAIL  a slow disk (...) (expected: lacks it): 1 of 1 check fail; broken: slow_disk [A]
+//!
+//! 49 checks: 21 pass, 12 expected limitations, 16 fail, 0 skipped
+//! ```
+//!
+//! (The cause is one line; it is folded here.)
+//!
+//! Three rules keep it short. A cause that several checks share is said once, at the top
+//! (a server that refuses `--root` fails every check that passes it, the same way). A long
+//! failure (the corpus lists every row it failed) shows its first lines, and says how to see
+//! the rest. And the summary line is the last line, where a script finds it (`tail -n 1`).
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+use crate::chapters::Chapter;
+use crate::harness::{Failure, Verdict};
+use crate::manifest::{Expect, MANIFEST};
+use crate::probes::Probe;
+
+/// One check: a probe run against a chapter (or a reader's server held to it).
+pub type Checked = (&'static Chapter, &'static Probe, Verdict);
+
+/// A cause is said once at the top when at least this many checks of a chapter share it.
+const SHARED_BY: usize = 3;
+/// A shared cause is at least this long: shorter common endings ("timed out") say too
+/// little to be called the same cause.
+const SHORTEST_CAUSE: usize = 20;
+/// Where a clause begins in a failure message: a cause is a message's last clauses.
+const CLAUSE_STARTS: &[&str] = &[": ", ", but ", "; "];
+/// How many lines of one failure the report shows; the rest, when that check runs alone.
+const LINES_SHOWN: usize = 6;
+
+/// The whole report, ending with the summary line (and a newline).
+pub fn render(checked: &[Checked]) -> String {
+    // Each failure's message, with what differs from check to check for no reason of the
+    // server's (ports, temporary folders) made the same.
+    let failures: Vec<Option<String>> = checked
+        .iter()
+        .map(|(.., verdict)| match verdict {
+            Verdict::Fail(_, what) => Some(steady(what)),
+            _ => None,
+        })
+        .collect();
+    // The same without the command line a reader's server was started with, `(ran ...)`:
+    // what a check passed it differs (`--header-timeout 0.5` or `60`), while the cause,
+    // a refused flag say, is the same. A check that has no shared cause shows it all.
+    let without_command_lines: Vec<Option<String>> =
+        failures.iter().map(|failure| failure.as_deref().map(without_command_line)).collect();
+    let causes = SharedCauses::find(checked, &without_command_lines);
+    // Writing into a String cannot fail, so the results of writeln! are ignored.
+    let mut out = String::new();
+    if !causes.list.is_empty() {
+        out.push_str(
+            "causes shared by several checks, each said once (the checks name it by its \
+             letter):\n",
+        );
+        for (letter, cause) in causes.list.iter().enumerate() {
+            let count = causes.of.iter().filter(|of| of.is_some_and(|(l, _)| l == letter)).count();
+            let _ = writeln!(out, "  [{}] {count} checks: {}", letter_of(letter), cause.text);
+        }
+        out.push('\n');
+    }
+    let alone = checked.len() == 1;
+    for (index, (chapter, probe, verdict)) in checked.iter().enumerate() {
+        let label = match verdict {
+            Verdict::Pass => "pass".to_string(),
+            Verdict::Ahead { why } => {
+                format!("pass, and ahead of {}: it lacks this ({why})", chapter.short_name())
+            }
+            Verdict::ExpectedLimitation { why, seen } => {
+                format!("expected limitation: {why}\n{:46}seen: {seen}", "")
+            }
+            Verdict::Fail(..) => match (causes.of[index], &without_command_lines[index]) {
+                // Only what comes before the cause: the cause is said at the top.
+                (Some((letter, start)), Some(what)) => {
+                    let (first_line, rest) = what.split_once('\n').unwrap_or((what, ""));
+                    let before = clause_before(first_line, start);
+                    let shown = [before, rest].into_iter().filter(|part| !part.is_empty());
+                    let shown = shown.collect::<Vec<_>>().join("\n");
+                    match shown.is_empty() {
+                        true => format!("FAIL [{}]", letter_of(letter)),
+                        false => {
+                            format!("FAIL [{}]: {}", letter_of(letter), cut(&shown, probe, alone))
+                        }
+                    }
+                }
+                _ => {
+                    format!("FAIL: {}", cut(failures[index].as_deref().unwrap_or(""), probe, alone))
+                }
+            },
+            Verdict::Skipped(why) => format!("skipped: {why}"),
+        };
+        let _ = writeln!(out, "{:<17} {:<27} {label}", chapter.name, probe.name);
+    }
+    if let [(chapter, ..), rest @ ..] = checked {
+        if rest.iter().all(|(other, ..)| other.number == chapter.number) {
+            rows(&mut out, chapter, checked, &causes);
+        }
+    }
+    let count = |wanted: fn(&Verdict) -> bool| checked.iter().filter(|(.., v)| wanted(v)).count();
+    let pass = count(|v| matches!(v, Verdict::Pass | Verdict::Ahead { .. }));
+    let limited = count(|v| matches!(v, Verdict::ExpectedLimitation { .. }));
+    let fail = count(|v| matches!(v, Verdict::Fail(..)));
+    let skipped = count(|v| matches!(v, Verdict::Skipped(_)));
+    let _ = writeln!(
+        out,
+        "\n{} checks: {pass} pass, {limited} expected limitations, {fail} fail, {skipped} skipped",
+        checked.len()
+    );
+    out
+}
+
+/// `message` with what differs from check to check for no reason of the server's made the
+/// same: the port a server or an upstream was given (`127.0.0.1:PORT`), the name of a
+/// check's temporary site (`suite-site-N`).
+fn steady(message: &str) -> String {
+    const MARKERS: [(&str, &str); 2] = [("127.0.0.1:", "PORT"), ("suite-site-", "N")];
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    loop {
+        let next = MARKERS
+            .iter()
+            .filter_map(|(marker, stands_for)| Some((rest.find(marker)?, *marker, *stands_for)))
+            .min();
+        let Some((at, marker, stands_for)) = next else {
+            out.push_str(rest);
+            return out;
+        };
+        out.push_str(&rest[..at + marker.len()]);
+        rest = &rest[at + marker.len()..];
+        // A port is digits; a site's name digits and dashes.
+        let end = rest
+            .find(|c: char| !(c.is_ascii_digit() || (c == '-' && stands_for == "N")))
+            .unwrap_or(rest.len());
+        if end > 0 {
+            out.push_str(stands_for);
+        }
+        rest = &rest[end..];
+    }
+}
+
+/// `message` without the ` (ran `...`)` with which a message about a reader's server
+/// that did not start says how it was started (see `Program::typed`).
+fn without_command_line(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find(" (ran `") {
+        out.push_str(&rest[..at]);
+        rest = &rest[at + " (ran `".len()..];
+        rest = rest.find("`)").map_or("", |end| &rest[end + "`)".len()..]);
+    }
+    out.push_str(rest);
+    out
+}
+
+/// "A" for the first shared cause, "B" for the second...
+fn letter_of(index: usize) -> String {
+    match u8::try_from(index) {
+        Ok(index @ 0..26) => char::from(b'A' + index).to_string(),
+        _ => format!("{}", index + 1),
+    }
+}
+
+/// The first [`LINES_SHOWN`] lines of a failure, and how to see the rest (unless this is
+/// the only check of the run: then all of it).
+fn cut(text: &str, probe: &Probe, alone: bool) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    if alone || lines.len() <= LINES_SHOWN {
+        return text.to_string();
+    }
+    format!(
+        "{}\n  ... and {} more lines (`--only {}` shows them all)",
+        lines[..LINES_SHOWN].join("\n"),
+        lines.len() - LINES_SHOWN,
+        probe.name
+    )
+}
+
+/// What comes before a cause that begins at `start` in `line`, without the separator.
+fn clause_before(line: &str, start: usize) -> &str {
+    let before = &line[..start];
+    CLAUSE_STARTS.iter().find_map(|separator| before.strip_suffix(separator)).unwrap_or(before)
+}
+
+/// A cause shared by several checks.
+struct Cause {
+    chapter: u8,
+    /// How it reads at the top of the report: the messages' common last clauses.
+    text: String,
+}
+
+/// The causes shared by several failing checks, and which check has which.
+struct SharedCauses {
+    list: Vec<Cause>,
+    /// For each check, in the report's order: its cause's index in `list`, and where the
+    /// cause begins in the first line of its message.
+    of: Vec<Option<(usize, usize)>>,
+}
+
+impl SharedCauses {
+    /// Finds them: a cause is an ending (from a clause on) that the first lines of at
+    /// least [`SHARED_BY`] failures of one chapter have in common. Each failure takes the
+    /// ending it shares with the most others, and of those the longest: for 40 answers
+    /// that "lack Connection: close", the whole of that clause, not the endings that only
+    /// the 10 answers to `GET /hello` share.
+    fn find(checked: &[Checked], failures: &[Option<String>]) -> SharedCauses {
+        let first_lines: Vec<Option<(u8, &str)>> = checked
+            .iter()
+            .zip(failures)
+            .map(|((chapter, ..), failure)| {
+                Some((chapter.number, failure.as_ref()?.lines().next()?))
+            })
+            .collect();
+        let mut counts: HashMap<(u8, &str), usize> = HashMap::new();
+        for (chapter, line) in first_lines.iter().flatten() {
+            for start in cause_starts(line) {
+                *counts.entry((*chapter, &line[start..])).or_default() += 1;
+            }
+        }
+        let mut list: Vec<Cause> = Vec::new();
+        let mut of = Vec::with_capacity(checked.len());
+        for first_line in &first_lines {
+            let best = first_line.and_then(|(chapter, line)| {
+                cause_starts(line)
+                    .into_iter()
+                    .map(|start| (counts[&(chapter, &line[start..])], line.len() - start, start))
+                    .filter(|(count, ..)| *count >= SHARED_BY)
+                    .max()
+                    .map(|(.., start)| (chapter, &line[start..], start))
+            });
+            of.push(best.map(|(chapter, text, start)| {
+                let known = list.iter().position(|c| c.chapter == chapter && c.text == text);
+                let index = known.unwrap_or_else(|| {
+                    list.push(Cause { chapter, text: text.to_string() });
+                    list.len() - 1
+                });
+                (index, start)
+            }));
+        }
+        SharedCauses { list, of }
+    }
+}
+
+/// Where a cause may begin in `line`: at its start, or where a clause begins; never so
+/// late that what is left is too short to mean much, nor at "its stderr ends: ...", which
+/// a server that always prints the same thing would make common to every failure.
+fn cause_starts(line: &str) -> Vec<usize> {
+    let mut starts = vec![0];
+    for separator in CLAUSE_STARTS {
+        starts.extend(line.match_indices(separator).map(|(at, _)| at + separator.len()));
+    }
+    starts.retain(|&start| {
+        line.len() - start >= SHORTEST_CAUSE && !line[start..].starts_with("its stderr ends")
+    });
+    starts.sort_unstable();
+    starts.dedup();
+    starts
+}
+
+/// One line per row of the capability table, for a run on one chapter: what a course
+/// grades a stage by. Each says what the table expects of the chapter, and for a row
+/// that fails, why each of its checks failed: broken (wrong in a way no chapter may be),
+/// lacking what the chapter should have, or (one of ours) having what it should lack.
+fn rows(out: &mut String, chapter: &Chapter, checked: &[Checked], causes: &SharedCauses) {
+    let _ = writeln!(out, "\nby row of the capability table (what {} must show):", chapter.name);
+    for row in MANIFEST {
+        let checks: Vec<(usize, &Probe, &Verdict)> = checked
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, probe, _))| probe.capability == row.capability)
+            .map(|(index, (_, probe, verdict))| (index, *probe, verdict))
+            .collect();
+        if checks.is_empty() {
+            continue; // left out by --only
+        }
+        let expected = match row.chapters[usize::from(chapter.number - 1)] {
+            Expect::Yes => "expected: has it",
+            Expect::No(_) => "expected: lacks it",
+        };
+        // The failed checks of one kind, each with its shared cause's letter if it has one.
+        let named = |wanted: &dyn Fn(&Verdict) -> bool| -> Vec<String> {
+            checks
+                .iter()
+                .filter(|(_, _, verdict)| wanted(verdict))
+                .map(|(index, probe, _)| match causes.of[*index] {
+                    Some((letter, _)) => format!("{} [{}]", probe.name, letter_of(letter)),
+                    None => probe.name.to_string(),
+                })
+                .collect()
+        };
+        let mut kinds = Vec::new();
+        for (failure, says) in [
+            (Failure::Broken, "broken"),
+            (Failure::Lacks, "lacks it"),
+            (Failure::Exceeds, "has it anyway"),
+        ] {
+            let names =
+                named(&|verdict| matches!(verdict, Verdict::Fail(kind, _) if *kind == failure));
+            if !names.is_empty() {
+                kinds.push(format!("{says}: {}", names.join(", ")));
+            }
+        }
+        let failed = checks.iter().filter(|(.., v)| matches!(v, Verdict::Fail(..))).count();
+        let skipped = checks.iter().filter(|(.., v)| matches!(v, Verdict::Skipped(_))).count();
+        let ahead = named(&|verdict| matches!(verdict, Verdict::Ahead { .. }));
+        let checked = match checks.len() {
+            1 => "1 check".to_string(),
+            count => format!("{count} checks"),
+        };
+        let (label, detail) = if failed > 0 {
+            ("FAIL", format!("{failed} of {checked} fail; {}", kinds.join("; ")))
+        } else if skipped == checks.len() {
+            ("skip", format!("{checked}, all skipped"))
+        } else {
+            let mut detail = checked;
+            if skipped > 0 {
+                detail.push_str(&format!(", {skipped} skipped"));
+            }
+            if !ahead.is_empty() {
+                detail.push_str(&format!(", ahead of the chapter in {}", ahead.join(", ")));
+            }
+            ("ok", detail)
+        };
+        let _ = writeln!(out, "  {label:<5} {} ({expected}): {detail}", row.description);
+    }
+}
+
+#[cfg(test)]
+#[path = "report_tests.rs"]
+mod tests;
