@@ -24,6 +24,7 @@ use super::{
     Target, PATIENCE,
 };
 use crate::client::ReadError;
+use crate::kernel;
 use crate::resources;
 use crate::server::{Options, Server};
 use crate::upstream::{self, Upstream};
@@ -290,10 +291,20 @@ fn pipelines_leave(target: &Target) -> Result<Option<String>, Stop> {
         sending(&mut client, &request.repeat(count), &what)?;
         clients.push(client);
     }
-    // Read, so the server has begun on them: a server that leaves the bytes in the kernel
-    // is not working for these clients yet.
+    // Wait until the server has begun on them: one that leaves every byte in the kernel is
+    // not working for these clients yet. Begun, not read to the end: a server may rightly
+    // stop reading a long pipeline while its first request waits.
     for client in &clients {
-        until_read(client, &what)?;
+        let begun = kernel::wait_until_unread_at_most(
+            client.stream(),
+            (request.len() * count - 1) as u64,
+            PATIENCE,
+        );
+        check!(
+            begun != Some(false),
+            "{what}: the server had read none of it {} s later, by the kernel's count",
+            PATIENCE.as_secs()
+        );
     }
     for client in clients {
         reset(client, &what)?;
