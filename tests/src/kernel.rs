@@ -155,6 +155,16 @@ fn wait_for(
 /// connection has an empty receive queue. `Some(true)` if that was seen, `Some(false)` if
 /// the bytes were still unread at the deadline, `None` if the kernel cannot tell us.
 pub fn wait_until_read(client: &TcpStream, timeout: Duration) -> Option<bool> {
+    wait_until_unread_at_most(client, 0, timeout)
+}
+
+/// Waits until at most `unread` bytes of what `client` sent wait for the server in its
+/// receive queue: with `unread` just under what was sent, until the server has begun to
+/// read (a server may rightly stop reading a long pipeline while a request waits). As
+/// [`wait_until_read`] otherwise.
+pub fn wait_until_unread_at_most(
+    client: &TcpStream, unread: u64, timeout: Duration,
+) -> Option<bool> {
     let (Ok(local), Ok(server)) = (client.local_addr(), client.peer_addr()) else {
         return None;
     };
@@ -162,7 +172,7 @@ pub fn wait_until_read(client: &TcpStream, timeout: Duration) -> Option<bool> {
         sockets
             .iter()
             .find(|socket| !socket.listening && socket.remote_port == local.port())
-            .map(|socket| socket.receive_queue == 0)
+            .map(|socket| socket.receive_queue <= unread)
     })
 }
 

@@ -22,10 +22,16 @@ pub enum Capability {
     SlowReader,
     /// Keep-alive and pipelining.
     KeepAlive,
+    /// A client flooding pipelined requests does not stall the others: a connection that
+    /// always has input gets a bounded share of the loop.
+    Flood,
     /// Graceful shutdown on SIGTERM.
     GracefulShutdown,
     /// `/sleep` and a slow upstream do not hold up others.
     SleepAndUpstream,
+    /// A client that leaves stops costing at once, even mid-wait or mid-pipeline: its
+    /// waits are dropped, and nothing more is done (or sent upstream) for it.
+    Departure,
     /// Idle, header and send timeouts.
     Timeouts,
     /// Slowloris (hundreds of clients trickling request heads, never finishing them) does
@@ -133,6 +139,34 @@ pub const MANIFEST: &[Row] = &[
         note: None,
     },
     Row {
+        capability: Capability::Flood,
+        description: "a client flooding pipelined requests does not stall the others",
+        chapters: [
+            No("ch01 answers one request per connection and closes it, so a client has no \
+                pipeline to flood: its next request needs a new connection, and waits its \
+                turn like everyone else's."),
+            No("ch02 still answers one request per connection and closes it, so there is no \
+                pipeline to flood: the requests behind the first are dropped with the \
+                connection."),
+            Yes,
+            Yes,
+            Yes,
+            Yes,
+            Yes,
+            Yes,
+            Yes,
+        ],
+        note: Some(
+            "The probe has one client write `GET /hello` after `GET /hello` on one \
+            connection for about two seconds while it reads the answers, and meanwhile \
+            sends `GET /hello` eight times from new connections: each must be answered \
+            within 1 s (a loop that gives each connection a bounded share of its turn \
+            answers in a millisecond or two), and the flooding client must go on being \
+            answered too. Chapter 9 runs with `--threads 1` for it: with two loops, a \
+            client that lands on the loop the flood leaves alone is served by luck.",
+        ),
+    },
+    Row {
         capability: Capability::GracefulShutdown,
         description: "graceful shutdown on SIGTERM",
         chapters: [
@@ -168,6 +202,34 @@ pub const MANIFEST: &[Row] = &[
             Yes,
         ],
         note: None,
+    },
+    Row {
+        capability: Capability::Departure,
+        description: "a client that leaves stops costing at once, even mid-wait or mid-pipeline",
+        chapters: [
+            No("ch01 runs /sleep and /upstream/ as blocking calls: while it waits for a client \
+                that has left, nothing else happens, not even noticing that it left."),
+            No("ch02's poll loop blocks in /sleep and /upstream/ as well: the loop does not \
+                turn while it waits, so a client that left is noticed only when the wait is \
+                over."),
+            No("ch03's event loop blocks in /sleep and /upstream/ too: no turn runs while it \
+                waits, so nothing can notice that the client has gone until the wait ends."),
+            Yes,
+            Yes,
+            Yes,
+            Yes,
+            Yes,
+            Yes,
+        ],
+        note: Some(
+            "The probe has clients leave with a reset at four awkward moments: five during \
+            `GET /sleep?ms=4000` (`/stats` must stop counting them within 1 s); one that \
+            pipelined twenty slow `/upstream/` requests, while the first is being fetched \
+            (the upstream must get no second one); thirty that each pipelined 16 KiB of `GET \
+            /sleep?ms=10000` (the server must give their descriptors back within 1.5 s); and, \
+            where the server has `--upstream-limit`, five waiting in line for the upstream \
+            (a client that comes after them must not wait for their turns).",
+        ),
     },
     Row {
         capability: Capability::Timeouts,

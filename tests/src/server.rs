@@ -189,6 +189,8 @@ pub fn kill_every_group() -> usize {
 /// The command line a probe wants its server started with.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
+    /// `--host HOST` instead of `127.0.0.1` (the IPv6 probe's `::1`).
+    pub host: Option<String>,
     /// `--root DIR`
     pub root: Option<PathBuf>,
     /// `--upstream HOST:PORT`
@@ -214,7 +216,8 @@ pub struct Options {
 
 impl Options {
     pub fn is_default(&self) -> bool {
-        self.root.is_none()
+        self.host.is_none()
+            && self.root.is_none()
             && self.upstream.is_none()
             && self.fs_delay_ms.is_none()
             && self.if_supported.is_empty()
@@ -233,6 +236,9 @@ pub struct Server {
     /// What its `Server` header must say: the chapter's name for one of ours. `None` for
     /// a reader's server (`--command`, `--addr`), which may name itself as it likes.
     pub server_name: Option<&'static str>,
+    /// The first line it printed on stdout (`listening on http://127.0.0.1:41234`); empty
+    /// for a server the suite did not start.
+    pub listening: String,
     /// `None` for a server the suite did not start.
     child: Option<Child>,
     /// A reader's command's process group, killed with it.
@@ -252,6 +258,7 @@ impl Server {
             label: chapter.name.to_string(),
             address,
             server_name: None,
+            listening: String::new(),
             child: None,
             group: None,
             exit: None,
@@ -287,8 +294,9 @@ impl Server {
 
     /// The contract's command line for `options`, as every chapter takes it.
     fn arguments(options: &Options, with_optional_flags: bool) -> Vec<OsString> {
+        let host = options.host.as_deref().unwrap_or("127.0.0.1");
         let mut args: Vec<OsString> =
-            ["--host", "127.0.0.1", "--port", "0"].into_iter().map(OsString::from).collect();
+            ["--host", host, "--port", "0"].into_iter().map(OsString::from).collect();
         let mut flag = |name: &str, value: OsString| args.extend([name.into(), value]);
         if let Some(root) = &options.root {
             flag("--root", root.into());
@@ -359,6 +367,7 @@ impl Server {
             label: label.clone(),
             address: SocketAddr::from(([127, 0, 0, 1], 0)),
             server_name: program.server_name(chapter),
+            listening: String::new(),
             child: Some(child),
             group,
             exit: None,
@@ -438,15 +447,22 @@ impl Server {
         };
         // The read end's last holder: from now on the server's writes to stderr fail.
         drop(stderr_to_close);
-        server.address = line
-            .strip_prefix("listening on http://")
-            .and_then(|address| address.parse().ok())
-            .ok_or_else(|| {
-                Refused::Other(format!(
-                    "{label}'s first line on stdout is {line:?}, not `listening on \
-                     http://HOST:PORT` with the real port{ran}"
-                ))
-            })?;
+        // `SocketAddr` reads an IPv6 address only in brackets (`[::1]:41234`), as URLs
+        // write it: `::1:41234` is no address a client can use.
+        let address = line.strip_prefix("listening on http://");
+        server.address = address.and_then(|address| address.parse().ok()).ok_or_else(|| {
+            let hint = match address {
+                Some(address) if address.matches(':').count() > 1 && !address.starts_with('[') => {
+                    " (an IPv6 host goes in brackets, as in a URL: `http://[::1]:PORT`)"
+                }
+                _ => "",
+            };
+            Refused::Other(format!(
+                "{label}'s first line on stdout is {line:?}, not `listening on \
+                 http://HOST:PORT` with the real port{hint}{ran}"
+            ))
+        })?;
+        server.listening = line;
         Ok(server)
     }
 

@@ -37,16 +37,16 @@ macro_rules! suite {
 suite! {
     chapters: [1, 2, 3, 4, 5, 6, 7, 8, 9];
     probes: [
-        command_line, index_page, hello, sleep_route, stats_route, head_requests, not_found,
+        command_line, ipv6_host, index_page, hello, sleep_route, stats_route, head_requests, not_found,
         method_not_allowed, unknown_method, echo, echo_needs_length, echo_too_large, files,
         big_file_intact, path_traversal, fifo_under_root, upstream_relay, upstream_errors,
         upstream_timeout, conformance_corpus, trickled_request, body_split_across_writes,
         client_resets_mid_response, clients_that_vanish, serves_after_abuse,
         half_close, file_removed_mid_response, stray_signals, closed_stderr,
-        descriptor_exhaustion, pipelined_without_reading,
+        descriptor_exhaustion, pipelined_without_reading, idle_buffers_given_back,
         idle_client, half_sent_request, ten_thousand_idle, slow_reader, keep_alive,
-        pipelining, graceful_shutdown, prompt_shutdown, sleep_elsewhere, slow_upstream,
-        header_timeout, keep_alive_timeout, send_timeout, slowloris, slow_disk,
+        pipelining, pipelined_flood, graceful_shutdown, prompt_shutdown, sleep_elsewhere,
+        slow_upstream, answers_as_ready, departing_clients, header_timeout, keep_alive_timeout, send_timeout, slowloris, slow_disk,
         big_download_memory, ten_thousand_idle_slowdown, spread_over_loops,
     ]
 }

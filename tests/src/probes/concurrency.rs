@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use super::{
     broken, check, connect, drain, dropped_note, exchange, expect_status, finish_hello, get,
-    hello_meanwhile, make_site, needs_own_server, post, receive, seconds, sending,
-    start_big_download, still_serves, until_accepted, until_read, with_site, with_upstream,
-    Meanwhile, Outcome, Probed, Stop, Target, HELLO, PATIENCE, PROMPTLY,
+    hello_meanwhile, make_site, needs_own_server, post, receive, request_and_close, seconds,
+    sending, start_big_download, still_serves, until_accepted, until_read, with_site,
+    with_upstream, Meanwhile, Outcome, Probed, Stop, Target, HELLO, PATIENCE, PROMPTLY,
 };
 use crate::client::{show, Client, Ending, ReadError};
 use crate::kernel;
@@ -297,12 +297,19 @@ const GRACE_PERIOD: Duration = Duration::from_secs(5);
 const SLEEP_AT_SHUTDOWN: Duration = Duration::from_millis(1000);
 
 /// Row 5: a graceful shutdown exits as soon as nothing is in flight (the contract), not
-/// when its grace period runs out. Two cases:
+/// when its grace period runs out. Three cases:
 ///
 /// - SIGTERM with only idle clients connected (one that connected and sent nothing, and,
 ///   where there is keep-alive, one kept open after its answer): nothing is in flight,
 ///   so the process must exit 0 within [`PROMPT_EXIT`]. A loop that waits for every
 ///   connection to close, or for its grace period, sits out the full 5 s.
+/// - SIGTERM with one client connected that asked for `Connection: close`, read its whole
+///   answer, and keeps its socket open. The server has shut its side and waits for the
+///   client to close its own (a lingering close, so that no request still on its way
+///   turns into a reset that destroys the answer). Nothing more can come that matters, so
+///   that wait must not hold the exit: within [`PROMPT_EXIT`] again. A server that lingers
+///   until its keep-alive timeout sits out 5 s (nginx's `lingering_close auto` closes at
+///   once when nothing more came).
 /// - From chapter 4 on, where `/sleep` waits on a timer: SIGTERM while a `GET
 ///   /sleep?ms=1000` waits. It must get its answer, saying `Connection: close`, and the
 ///   process must exit right after it, not at the end of the grace period. (Chapter 3's
@@ -329,36 +336,32 @@ pub fn prompt_shutdown(target: &Target) -> Probed {
     until_accepted(&server, "a client that connected and sent nothing")?;
     server.signal("TERM").map_err(broken)?;
     let signalled = Instant::now();
-    match server.wait_for_exit(signalled + PROMPT_EXIT) {
-        Some(status) if status.signal() == Some(15) => {
+    if let Some(status) = server.wait_for_exit(signalled + PROMPT_EXIT) {
+        if status.signal() == Some(15) {
             return Ok(Outcome::Lacks(format!(
                 "SIGTERM killed the process (it has no handler for it), with {idle} connected"
-            )))
-        }
-        Some(status) => check!(
-            status.code() == Some(0),
-            "after SIGTERM with {idle} connected, the process ended with {status}, expected \
-             exit status 0{}",
-            server.stderr_note()
-        ),
-        None => {
-            // Not in time: how long did it take, then? (The answer tells a loop that sat
-            // out its grace period from one that would never have ended.)
-            let later = server.wait_for_exit(signalled + GRACE_PERIOD + PATIENCE);
-            let ended = match later {
-                Some(status) => {
-                    format!("it ended {} after the signal ({status})", seconds(signalled.elapsed()))
-                }
-                None => format!("it was still running {} after it", seconds(signalled.elapsed())),
-            };
-            return Err(broken(format!(
-                "with only {idle} connected, nothing was in flight at SIGTERM, yet the process \
-                 was still running {} after it; {ended}",
-                seconds(PROMPT_EXIT)
             )));
         }
     }
+    let situation = format!("with only {idle} connected, nothing was in flight at SIGTERM");
+    exited_within(&mut server, signalled, PROMPT_EXIT, &situation)?;
     drop(kept);
+
+    // A client that has its final answer and keeps its socket open.
+    let mut server = target.server()?;
+    let what = "GET /hello with Connection: close";
+    let mut finished = connect(&server)?;
+    sending(&mut finished, &request_and_close("GET", "/hello"), what)?;
+    // `receive` reads the whole answer and sees the server shut its side.
+    let response = receive(&mut finished, &server, false, what)?;
+    expect_status(&response, &[200], what)?;
+    server.signal("TERM").map_err(broken)?;
+    let signalled = Instant::now();
+    let situation = "with only one client connected, which had read its final answer (it \
+                     asked for Connection: close) and kept its socket open, nothing was in \
+                     flight at SIGTERM";
+    exited_within(&mut server, signalled, PROMPT_EXIT, situation)?;
+    drop(finished);
 
     if manifest::expectation(Capability::SleepAndUpstream, target.chapter) != Expect::Yes {
         return Ok(Outcome::Works);
@@ -391,30 +394,36 @@ pub fn prompt_shutdown(target: &Target) -> Probed {
          down"
     );
     drop(client);
-    let bound = SLEEP_AT_SHUTDOWN + TIMEOUT_SLACK;
-    match server.wait_for_exit(signalled + bound) {
-        Some(status) => check!(
+    let situation = format!("{what} was answered, and then nothing was in flight");
+    exited_within(&mut server, signalled, SLEEP_AT_SHUTDOWN + TIMEOUT_SLACK, &situation)?;
+    Ok(Outcome::Works)
+}
+
+/// After SIGTERM at `signalled`, in `situation` (for messages): the process must exit 0
+/// within `bound`. If it is late, we wait on to say how late: that tells a loop that sat out
+/// a timeout from one that would never have ended.
+fn exited_within(
+    server: &mut Server, signalled: Instant, bound: Duration, situation: &str,
+) -> Result<(), Stop> {
+    if let Some(status) = server.wait_for_exit(signalled + bound) {
+        check!(
             status.code() == Some(0),
-            "after answering {what}, the process ended with {status}, expected exit status \
+            "{situation}: after SIGTERM the process ended with {status}, expected exit status \
              0{}",
             server.stderr_note()
-        ),
-        None => {
-            let later = server.wait_for_exit(signalled + GRACE_PERIOD + PATIENCE);
-            return Err(broken(format!(
-                "{what} was answered, and then nothing was in flight, yet the process was \
-                 still running {} after the signal; {}",
-                seconds(bound),
-                match later {
-                    Some(status) =>
-                        format!("it ended {} after it ({status})", seconds(signalled.elapsed())),
-                    None =>
-                        format!("it was still running {} after it", seconds(signalled.elapsed())),
-                }
-            )));
-        }
+        );
+        return Ok(());
     }
-    Ok(Outcome::Works)
+    let ended = match server.wait_for_exit(signalled + GRACE_PERIOD + PATIENCE) {
+        Some(status) => {
+            format!("it ended {} after the signal ({status})", seconds(signalled.elapsed()))
+        }
+        None => format!("it was still running {} after it", seconds(signalled.elapsed())),
+    };
+    Err(broken(format!(
+        "{situation}, yet the process was still running {} after SIGTERM; {ended}",
+        seconds(bound)
+    )))
 }
 
 // ANCHOR: served_while_busy
@@ -530,6 +539,63 @@ pub fn slow_upstream(target: &Target) -> Probed {
         })
     })
 }
+
+/// The sleeps [`answers_as_ready`] pipelines, and how many.
+const READY_SLEEP: Duration = Duration::from_millis(700);
+const READY_REQUESTS: usize = 3;
+
+// ANCHOR: answers_as_ready
+/// Row 6: pipelined answers go out as each is ready, not as a batch. One client pipelines
+/// three `GET /sleep?ms=700` in one write. They are answered in order, so the first is
+/// ready at 0.7 s, and must arrive then, not wait for the others (at 2.1 s, one after the
+/// other; at 0.7 s, if a chapter sleeps for all three at once). The bound is two sleeps: a
+/// whole sleep of margin on either side.
+///
+/// A server that works through the pipeline to its end before it writes anything sends
+/// all three together at the end: the first client of a browser's pipelined page waits
+/// for its slowest part. A chapter that blocks in `/sleep` does that too, and holds up
+/// everyone besides.
+pub fn answers_as_ready(target: &Target) -> Probed {
+    let server = target.server()?;
+    let ms = READY_SLEEP.as_millis();
+    let mut client = connect(&server)?;
+    let what = format!("{READY_REQUESTS} GET /sleep?ms={ms} pipelined in one write");
+    sending(&mut client, &get(&format!("/sleep?ms={ms}")).repeat(READY_REQUESTS), &what)?;
+    let sent = Instant::now();
+    let mut arrivals = Vec::with_capacity(READY_REQUESTS);
+    for number in 1..=READY_REQUESTS {
+        let this = format!("pipelined GET /sleep?ms={ms} number {number} of {READY_REQUESTS}");
+        let response = receive(&mut client, &server, false, &this)?;
+        arrivals.push(sent.elapsed());
+        expect_status(&response, &[200], &this)?;
+        let expected = format!("slept {ms} ms\n");
+        check!(response.text() == expected, "{this}: body {:?}", response.text());
+        if number == 1 && response.says_close() {
+            // `receive` has checked that the server really closed.
+            return Ok(Outcome::Lacks(format!(
+                "of {what}, only the first was answered (with Connection: close, after {}), \
+                 then the server closed the connection",
+                seconds(arrivals[0])
+            )));
+        }
+    }
+    check!(
+        arrivals[0] >= READY_SLEEP,
+        "{what}: the first answer came after only {}: the sleep was cut short",
+        seconds(arrivals[0])
+    );
+    if arrivals[0] < 2 * READY_SLEEP {
+        return Ok(Outcome::Works);
+    }
+    let times: Vec<String> = arrivals.iter().map(|&arrival| seconds(arrival)).collect();
+    Ok(Outcome::Lacks(format!(
+        "of {what}, the answers arrived {} after they were sent: the first, ready after {}, \
+         waited for the others",
+        times.join(", "),
+        seconds(READY_SLEEP)
+    )))
+}
+// ANCHOR_END: answers_as_ready
 
 /// Row 8: a slow disk (`--fs-delay-ms`) holds up only the request that reads the file.
 pub fn slow_disk(target: &Target) -> Probed {

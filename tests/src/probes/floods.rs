@@ -15,13 +15,17 @@
 //!   they are there? With `poll(2)`, every turn of the loop walks all of them.
 //! - [`big_download_memory`]: four clients download one big file at once. Does each cost
 //!   the server the whole file, or a chunk of it?
+//! - [`pipelined_flood`]: one client that sends requests as fast as it reads the answers.
+//!   Its socket is always ready; the others must still get their turns.
+//! - [`idle_buffers_given_back`]: a hundred clients send one big request each and stay,
+//!   idle. Do they still cost what their big requests did?
 //!
 //! These need to watch the server process itself (CPU time, memory, descriptors, via
 //! [`crate::resources`]), so they start their own servers and skip for someone else's.
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
@@ -30,8 +34,8 @@ use std::time::{Duration, Instant};
 use super::{
     broken, check, connect, dropped_note, exchange, expect_status, finish_hello, get,
     hello_meanwhile, make_site, needs_own_server, receive, seconds, sending, stats_value,
-    still_serves, until_accepted, Meanwhile, Outcome, Probed, Stop, Target, HELLO, PATIENCE,
-    PROMPTLY,
+    still_serves, until_accepted, Launch, Meanwhile, Outcome, Probed, Stop, Target, HELLO,
+    PATIENCE, PROMPTLY,
 };
 use crate::client::{show, Client, ReadError};
 use crate::kernel;
@@ -40,11 +44,11 @@ use crate::resources::{self, mebibytes};
 use crate::server::{Options, Server};
 
 /// A measurement the probe cannot do without `/proc` (Linux) is skipped, not failed.
-fn measured<T>(value: Option<T>) -> Result<T, Stop> {
+pub(super) fn measured<T>(value: Option<T>) -> Result<T, Stop> {
     value.ok_or(Stop::Skipped("needs Linux's /proc to watch the server process"))
 }
 
-fn pid(server: &Server) -> Result<u32, Stop> {
+pub(super) fn pid(server: &Server) -> Result<u32, Stop> {
     measured(server.pid())
 }
 
@@ -98,7 +102,7 @@ const FLOOD_CLIENTS: usize = 200;
 const CPU_WINDOW: Duration = Duration::from_secs(1);
 const MAX_CPU_WHILE_FLOODED: Duration = Duration::from_millis(300);
 /// How many more descriptors than at rest a server may keep after a flood has left.
-const LAZY_DESCRIPTORS: usize = 4;
+pub(super) const LAZY_DESCRIPTORS: usize = 4;
 
 // ANCHOR: descriptor_exhaustion
 /// EMFILE: more clients than descriptors. The server must neither spin nor stay stuck:
@@ -1032,3 +1036,345 @@ pub fn big_download_memory(target: &Target) -> Probed {
     Ok(Outcome::Works)
 }
 // ANCHOR_END: big_download_memory
+
+/// How many answers the flooding client of [`pipelined_flood`] must have had before the
+/// others ask: then the flood is under way. While the others are served, it must get at
+/// least as many again: a loop that shares its turns still serves the flooder too.
+const FLOOD_WARM_UP: usize = 50;
+/// How many `GET /hello` the other clients of [`pipelined_flood`] send (each on a new
+/// connection), how far apart, and how soon each must be answered. A loop that gives each
+/// connection a bounded share of its turn answers in a millisecond or two; one that lets
+/// the flooder have the whole turn never answers while the flood lasts. A second leaves a
+/// wide margin for a busy machine, and keeps the probe short when it fails.
+const FLOOD_OTHERS: usize = 8;
+const FLOOD_OTHERS_EVERY: Duration = Duration::from_millis(250);
+const FLOOD_PROMPTLY: Duration = Duration::from_secs(1);
+/// How many requests the flooding client writes at once: 64 KiB of them, so that the
+/// server's side of the connection never runs dry between two writes.
+const FLOOD_BATCH: usize = 1700;
+/// How often the flood's threads look up from a read or write that waits, to see whether
+/// they should stop.
+const FLOOD_TICK: Duration = Duration::from_millis(50);
+
+// ANCHOR: pipelined_flood
+/// One client floods its connection with pipelined `GET /hello`: a thread writes them
+/// without pause while another reads and counts the answers, so the server always has
+/// more to read from it and is never made to wait by TCP for long. Its socket is ready
+/// every time the loop looks. Meanwhile other clients send `GET /hello` eight times, each
+/// on a new connection, and each must be answered within [`FLOOD_PROMPTLY`]; the flooder
+/// must go on being answered too (pipelining under a flood still works).
+///
+/// A loop that serves a ready socket until it has nothing more to read never gets to the
+/// others: the flooder's socket is never empty. The answer is a budget: a connection gets
+/// a bounded share of each turn, then the others get theirs (Tokio's cooperative budget,
+/// the same idea). Chapters 1 and 2 answer one request and close, so the flood ends after
+/// one answer: there is no pipeline to flood.
+///
+/// A server with more than one loop (chapter 9) is started with `--threads 1`: the promise
+/// is about one loop's turns, and with two, a client that lands on the loop the flood does
+/// not hold would be served by luck.
+pub fn pipelined_flood(target: &Target) -> Probed {
+    let server = match target.launch {
+        Launch::Start { .. } => target.start(Options {
+            if_supported: vec![("--threads", "1".into())],
+            ..Options::default()
+        })?,
+        // Someone else's server, as they started it.
+        Launch::External { .. } => target.server()?,
+    };
+    let flood = Flood::start(server.address)
+        .map_err(|error| broken(format!("cannot start the flooding client: {error}")))?;
+    let warm = flood.wait_for_answers(FLOOD_WARM_UP, Instant::now() + PATIENCE);
+    if let Some(how) = flood.ended() {
+        let answers = flood.answers();
+        let said_close = flood.first_answer_said_close();
+        drop(flood);
+        check!(
+            answers <= 1 && said_close,
+            "the server ended the connection of a client that pipelined GET /hello after \
+             {answers} answers ({how}){}",
+            server.stderr_note()
+        );
+        return Ok(Outcome::Lacks(format!(
+            "a client that pipelined GET /hello got {answers} answer, which said Connection: \
+             close, and then its connection ended ({how}): with one request per connection, \
+             there is no pipeline to flood"
+        )));
+    }
+    check!(
+        warm,
+        "a client that pipelined GET /hello got only {} answers in {} s",
+        flood.answers(),
+        PATIENCE.as_secs()
+    );
+
+    let before = flood.answers();
+    let began = Instant::now();
+    let mut slowest = Duration::ZERO;
+    for number in 1..=FLOOD_OTHERS {
+        if number > 1 {
+            // Spread over the flood, not a wait for anything: each asks afresh.
+            thread::sleep(FLOOD_OTHERS_EVERY);
+        }
+        let what = format!("GET /hello from another client ({number} of {FLOOD_OTHERS})");
+        let mut client = connect(&server)?;
+        sending(&mut client, &get("/hello"), &what)?;
+        let sent = Instant::now();
+        match client.read_response(sent + FLOOD_PROMPTLY, false) {
+            Ok(response) => {
+                expect_status(&response, &[200], &what)?;
+                slowest = slowest.max(sent.elapsed());
+            }
+            Err(ReadError::TimedOut { .. }) => {
+                let answers = flood.answers();
+                drop(flood); // stops the flood, and resets its connection
+                let stopped = Instant::now();
+                finish_hello(&server, client, sent)?;
+                return Ok(Outcome::Lacks(format!(
+                    "while one client kept its connection full of pipelined GET /hello \
+                     ({answers} answered by then), {what}, on a new connection, got no answer \
+                     within {}; it was answered {} after the flood stopped",
+                    seconds(FLOOD_PROMPTLY),
+                    seconds(stopped.elapsed())
+                )));
+            }
+            Err(error) => return Err(broken(format!("{what}: {error}{}", server.stderr_note()))),
+        }
+    }
+    let during = flood.answers() - before;
+    let took = began.elapsed();
+    if let Some(how) = flood.ended() {
+        return Err(broken(format!(
+            "the server ended the connection of a client that pipelined GET /hello after {} \
+             answers ({how}){}",
+            flood.answers(),
+            server.stderr_note()
+        )));
+    }
+    drop(flood);
+    check!(
+        during >= FLOOD_WARM_UP,
+        "the others were served, but the client that pipelined GET /hello got only {during} \
+         answers in the {} they took: a fair share for it too is far more",
+        seconds(took)
+    );
+    // Shown with `cargo test -p suite pipelined_flood -- --nocapture`: the measurement.
+    println!(
+        "{}: {FLOOD_OTHERS} GET /hello from other clients answered during a pipelined flood, \
+         the slowest in {:.1} ms; the flooding client had {during} answers in those {}",
+        server.chapter.name,
+        slowest.as_secs_f64() * 1000.0,
+        seconds(took)
+    );
+    Ok(Outcome::Works)
+}
+// ANCHOR_END: pipelined_flood
+
+/// The flooding client of [`pipelined_flood`]: a writer thread and a reader thread on one
+/// connection. Dropping it stops both and resets the connection, on every path.
+struct Flood {
+    stream: TcpStream,
+    stop: Arc<AtomicBool>,
+    /// The answers read so far.
+    answers: Arc<AtomicUsize>,
+    /// How the connection ended, once it has (the server closed it, reset it).
+    ended: Arc<Mutex<Option<String>>>,
+    /// The first bytes received, to see what the first answer said.
+    first_bytes: Arc<Mutex<Vec<u8>>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Flood {
+    fn start(address: SocketAddr) -> io::Result<Flood> {
+        let stream = TcpStream::connect_timeout(&address, Duration::from_secs(2))?;
+        stream.set_nodelay(true)?;
+        // Reads and writes that wait give up after a tick, so the threads can see `stop`.
+        stream.set_read_timeout(Some(FLOOD_TICK))?;
+        stream.set_write_timeout(Some(FLOOD_TICK))?;
+        let mut flood = Flood {
+            stream,
+            stop: Arc::default(),
+            answers: Arc::default(),
+            ended: Arc::default(),
+            first_bytes: Arc::default(),
+            threads: Vec::new(),
+        };
+        let writing = flood.stream.try_clone()?;
+        let stop = Arc::clone(&flood.stop);
+        flood.threads.push(thread::spawn(move || write_flood(&writing, &stop)));
+        let reading = flood.stream.try_clone()?;
+        let (stop, answers) = (Arc::clone(&flood.stop), Arc::clone(&flood.answers));
+        let (ended, first_bytes) = (Arc::clone(&flood.ended), Arc::clone(&flood.first_bytes));
+        flood.threads.push(thread::spawn(move || {
+            let how = read_flood(&reading, &stop, &answers, &first_bytes);
+            *ended.lock().unwrap_or_else(PoisonError::into_inner) = how;
+        }));
+        Ok(flood)
+    }
+
+    fn answers(&self) -> usize {
+        self.answers.load(Ordering::Relaxed)
+    }
+
+    fn ended(&self) -> Option<String> {
+        self.ended.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    fn first_answer_said_close(&self) -> bool {
+        let first = self.first_bytes.lock().unwrap_or_else(PoisonError::into_inner);
+        let text = String::from_utf8_lossy(&first).to_ascii_lowercase();
+        let head = text.split("\r\n\r\n").next().unwrap_or_default();
+        head.lines().any(|line| line.starts_with("connection:") && line.contains("close"))
+    }
+
+    /// Waits until `count` answers have come, or the connection ended, or `deadline`.
+    fn wait_for_answers(&self, count: usize, deadline: Instant) -> bool {
+        loop {
+            if self.answers() >= count {
+                return true;
+            }
+            if self.ended().is_some() || Instant::now() >= deadline {
+                return false;
+            }
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for Flood {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        // A reset, not a goodbye: the server drops the requests still queued at once.
+        let _ = socket2::SockRef::from(&self.stream).set_linger(Some(Duration::ZERO));
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The flood's writer: `GET /hello`, [`FLOOD_BATCH`] at a time, until told to stop or the
+/// connection ends (the reader says how).
+fn write_flood(mut stream: &TcpStream, stop: &AtomicBool) {
+    let batch = get("/hello").repeat(FLOOD_BATCH);
+    let mut offset = 0; // where in the batch the next write starts: no request is cut
+    while !stop.load(Ordering::Relaxed) {
+        match stream.write(&batch[offset..]) {
+            Ok(0) => return,
+            Ok(count) => offset = (offset + count) % batch.len(),
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// The flood's reader: counts answers until told to stop, or the connection ends: then
+/// says how. It must keep up, or the server's writes wait, and a server that waits to
+/// write lets the others in: no flood. So it counts the cheapest way there is: each
+/// answer's body is `Hello, world!\n`, and its `!` is the only one in the answer.
+fn read_flood(
+    mut stream: &TcpStream, stop: &AtomicBool, answers: &AtomicUsize, first_bytes: &Mutex<Vec<u8>>,
+) -> Option<String> {
+    let mut chunk = vec![0u8; 256 * 1024];
+    while !stop.load(Ordering::Relaxed) {
+        let count = match stream.read(&mut chunk) {
+            Ok(0) => return Some("the server closed it".into()),
+            Ok(count) => count,
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                continue
+            }
+            Err(error) => return Some(format!("reading: {error}")),
+        };
+        {
+            let mut first = first_bytes.lock().unwrap_or_else(PoisonError::into_inner);
+            let room = 1024usize.saturating_sub(first.len()).min(count);
+            first.extend_from_slice(&chunk[..room]);
+        }
+        let found = chunk[..count].iter().filter(|&&byte| byte == b'!').count();
+        answers.fetch_add(found, Ordering::Relaxed);
+    }
+    None
+}
+
+/// [`idle_buffers_given_back`]: how many clients, how big a body each sends, and how much
+/// more memory the server may hold once they are all idle. A server that keeps each
+/// connection's buffers as its big request grew them holds a megabyte and more per client:
+/// +48 to +110 MiB for the 100, measured on our chapters. One that gives them back may
+/// still keep a little of each for the next request (our chapters keep up to 64 KiB of
+/// their output buffer): two buffers of 64 KiB for 100 clients is 12.5 MiB, measured at
+/// +16 to +17 MiB with what the allocator keeps besides (+10 to +12 MiB when only the
+/// output buffer keeps 64 KiB; nginx: +1.3 MiB for 500 such clients). The bound sits
+/// between the two kinds.
+const ECHO_CLIENTS: usize = 100;
+const ECHO_BODY: usize = 1 << 20;
+const ECHO_GROWTH_BOUND: u64 = 24 << 20;
+
+// ANCHOR: idle_buffers_given_back
+/// A request's buffers are given back once it is answered (the contract): an idle
+/// kept-alive connection costs the same whatever it sent before. 100 clients each send one
+/// `POST /echo` with a 1 MiB body, read the answer, and stay connected, idle. The server's
+/// resident memory must then be within [`ECHO_GROWTH_BOUND`] of what it was before they
+/// came. A server that keeps the receive buffer a big request grew (or the output buffer
+/// of its answer) holds a megabyte or two per idle client, for as long as it stays.
+/// Chapters 1 and 2 close every connection after its answer, and so give everything back.
+pub fn idle_buffers_given_back(target: &Target) -> Probed {
+    needs_own_server(target)?;
+    let mut server = target.server()?;
+    let pid = pid(&server)?;
+    // At rest after a first echo, so that what the first request costs once counts as rest.
+    let warm = exchange(&server, &super::post("/echo", b"warm"))?;
+    expect_status(&warm, &[200], "POST /echo")?;
+    let at_rest = measured(resources::memory(pid))?;
+
+    let body = crate::site::pattern(ECHO_BODY);
+    let request = super::post("/echo", &body);
+    let mut idle = Vec::with_capacity(ECHO_CLIENTS);
+    for number in 1..=ECHO_CLIENTS {
+        let what = format!("a 1 MiB POST /echo from client {number} of {ECHO_CLIENTS}");
+        let mut client = connect(&server)?;
+        sending(&mut client, &request, &what)?;
+        let response = receive(&mut client, &server, false, &what)?;
+        expect_status(&response, &[200], &what)?;
+        check!(response.body == body, "{what}: the body that came back differs");
+        // Connected and idle from now on. One the server has closed goes: a server that
+        // lingers until its client hangs up (chapter 1) would otherwise wait for us.
+        if !response.says_close() {
+            idle.push(client);
+        }
+    }
+    let loaded = measured(resources::memory(pid))?;
+    let growth = loaded.resident.saturating_sub(at_rest.resident);
+    // Shown with `cargo test -p suite idle_buffers -- --nocapture`: the measurement.
+    println!(
+        "{}: {ECHO_CLIENTS} idle clients after a 1 MiB POST /echo each: resident memory {} \
+         over {} at rest",
+        server.chapter.name,
+        mebibytes(growth),
+        mebibytes(at_rest.resident)
+    );
+    check!(
+        growth <= ECHO_GROWTH_BOUND,
+        "{ECHO_CLIENTS} clients each sent a 1 MiB POST /echo, read the answer and stayed \
+         connected, idle; the server's resident memory grew by {} ({} at rest; the bound is \
+         {}): each idle connection keeps the buffers its big request grew",
+        mebibytes(growth),
+        mebibytes(at_rest.resident),
+        mebibytes(ECHO_GROWTH_BOUND)
+    );
+    drop(idle);
+    still_serves(&mut server, "100 idle clients that had each sent 1 MiB")?;
+    Ok(Outcome::Works)
+}
+// ANCHOR_END: idle_buffers_given_back

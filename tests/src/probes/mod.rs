@@ -22,6 +22,7 @@ mod bad_input;
 mod concurrency;
 mod cores;
 mod corpus;
+mod departures;
 mod faults;
 mod floods;
 mod routes;
@@ -33,8 +34,8 @@ use crate::chapters::Chapter;
 use crate::client::{show, Client, Ending, ReadError, Response};
 use crate::kernel;
 use crate::manifest::Capability::{
-    Basics, BoundedDownload, GracefulShutdown, IdleClient, KeepAlive, MoreThanOneCore,
-    SleepAndUpstream, SlowDisk, SlowReader, Slowloris, TenThousandIdle, Timeouts,
+    Basics, BoundedDownload, Departure, Flood, GracefulShutdown, IdleClient, KeepAlive,
+    MoreThanOneCore, SleepAndUpstream, SlowDisk, SlowReader, Slowloris, TenThousandIdle, Timeouts,
 };
 use crate::manifest::{self, Capability, Expect};
 use crate::server::{Options, Program, Server};
@@ -76,6 +77,7 @@ pub struct Probe {
 pub const PROBES: &[Probe] = &[
     // The command line, routes and statuses.
     probe("command_line", Basics, routes::command_line),
+    probe("ipv6_host", Basics, routes::ipv6_host),
     probe("index_page", Basics, routes::index_page),
     probe("hello", Basics, routes::hello),
     probe("sleep_route", Basics, routes::sleep_route),
@@ -108,6 +110,7 @@ pub const PROBES: &[Probe] = &[
     probe("closed_stderr", Basics, faults::closed_stderr),
     probe("descriptor_exhaustion", Basics, floods::descriptor_exhaustion),
     probe("pipelined_without_reading", Basics, floods::pipelined_without_reading),
+    probe("idle_buffers_given_back", Basics, floods::idle_buffers_given_back),
     // One row each of the capability table.
     probe("idle_client", IdleClient, concurrency::idle_client),
     probe("half_sent_request", IdleClient, concurrency::half_sent_request),
@@ -115,10 +118,13 @@ pub const PROBES: &[Probe] = &[
     probe("slow_reader", SlowReader, concurrency::slow_reader),
     probe("keep_alive", KeepAlive, concurrency::keep_alive),
     probe("pipelining", KeepAlive, concurrency::pipelining),
+    probe("pipelined_flood", Flood, floods::pipelined_flood),
     probe("graceful_shutdown", GracefulShutdown, concurrency::graceful_shutdown),
     probe("prompt_shutdown", GracefulShutdown, concurrency::prompt_shutdown),
     probe("sleep_elsewhere", SleepAndUpstream, concurrency::sleep_elsewhere),
     probe("slow_upstream", SleepAndUpstream, concurrency::slow_upstream),
+    probe("answers_as_ready", SleepAndUpstream, concurrency::answers_as_ready),
+    probe("departing_clients", Departure, departures::departing_clients),
     probe("header_timeout", Timeouts, concurrency::header_timeout),
     probe("keep_alive_timeout", Timeouts, concurrency::keep_alive_timeout),
     probe("send_timeout", Timeouts, concurrency::send_timeout),
@@ -312,6 +318,19 @@ pub fn exchange(server: &Server, request: &[u8]) -> Result<Response, Stop> {
     let what = first_line(request);
     sending(&mut client, request, &what)?;
     receive(&mut client, server, request.starts_with(b"HEAD "), &what)
+}
+
+/// Leaves abruptly: closes `client`'s connection with a reset (RST) instead of the usual
+/// goodbye (FIN), as a client does that crashes or loses its network. `SO_LINGER` with a
+/// zero timeout tells the kernel to throw away whatever is unsent and reset at the close.
+/// A server learns of it only if it is looking at the socket: that is what the departure
+/// probes check.
+pub fn reset(client: Client, what: &str) -> Result<(), Stop> {
+    socket2::SockRef::from(client.stream())
+        .set_linger(Some(Duration::ZERO))
+        .map_err(|error| broken(format!("{what}: cannot set SO_LINGER to reset: {error}")))?;
+    drop(client); // the close, which the zero linger turns into a reset
+    Ok(())
 }
 
 /// Waits (up to [`PATIENCE`]) until the server has read everything `client` sent so

@@ -84,6 +84,52 @@ pub fn command_line(target: &Target) -> Probed {
     Ok(Outcome::Works)
 }
 
+/// The IPv6 loopback address, as `--host` may be given it: bare, or in brackets as in a URL.
+const IPV6_HOSTS: [&str; 2] = ["::1", "[::1]"];
+
+/// `--host ::1` and `--host [::1]` both work, and the first line names the address as a
+/// URL must: `listening on http://[::1]:PORT`. (Without the brackets, `http://::1:8080`
+/// is no URL at all: no client can tell where the address ends and the port begins.)
+/// Where this machine cannot bind `[::1]` (IPv6 is off), the probe says so and skips.
+pub fn ipv6_host(target: &Target) -> Probed {
+    super::needs_own_server(target)?;
+    if std::net::TcpListener::bind("[::1]:0").is_err() {
+        return Err(Stop::Skipped(
+            "this machine cannot bind [::1]:0 (no IPv6 loopback), so --host ::1 was NOT checked",
+        ));
+    }
+    for host in IPV6_HOSTS {
+        let server = target
+            .start(Options { host: Some(host.into()), ..Options::default() })
+            .map_err(|stop| match stop {
+                Stop::Broken(what) => broken(format!("started with --host {host}: {what}")),
+                skipped => skipped,
+            })?;
+        let expected = format!("listening on http://[::1]:{}", server.address.port());
+        check!(
+            server.listening == expected,
+            "started with --host {host}, the first line on stdout is {:?}, expected {expected:?}",
+            server.listening
+        );
+        let what = format!("GET /hello to [::1] (started with --host {host})");
+        let response = exchange(&server, &get("/hello"))?;
+        expect_status(&response, &[200], &what)?;
+        check!(response.body == HELLO, "{what}: body {:?}", response.text());
+    }
+    Ok(Outcome::Works)
+}
+
+/// What `--help` says the server under test accepts, for a probe that uses a flag only
+/// some chapters have (`--upstream-limit` from chapter 8). Skips for someone else's server.
+pub fn usage(target: &Target) -> Result<String, Stop> {
+    let Launch::Start { program } = &target.launch else {
+        return Err(Stop::Skipped(super::NEEDS_OWN_SERVER));
+    };
+    let help = run_to_end(program, &["--help"])?;
+    check!(help.code == Some(0), "--help: exit {:?}, expected 0", help.code);
+    Ok(help.stdout)
+}
+
 /// What a short run of the program left behind.
 struct Ended {
     code: Option<i32>,

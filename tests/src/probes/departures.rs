@@ -1,0 +1,410 @@
+//! Departures: clients that leave while the server still has work in hand for them.
+//!
+//! A client can go at any moment: its program crashes, its user closes the tab, its
+//! network drops. TCP tells the server (here with a reset), but only a server that is
+//! *looking at* the socket hears it. One that stops watching a connection while its request
+//! waits (for a timer, the upstream, a place in a line), or while it works through a
+//! pipeline of requests, hears only when it next writes an answer. Until then it goes on
+//! paying for a client that is gone: a descriptor, a line in `/stats`, fetches from the
+//! upstream, a place in the line for one. A thousand such clients, a tenth of a second of
+//! work for an attacker, then fill a server's descriptor table for an hour.
+//!
+//! The contract: from chapter 4 on, a client that leaves stops costing at once. Chapters
+//! 1-3 block in `/sleep` and `/upstream/`, and nothing at all happens while they wait,
+//! noticing a departure included: [`departing_clients`] shows that first, and stops there.
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::floods::{measured, pid, LAZY_DESCRIPTORS};
+use super::routes::usage;
+use super::{
+    broken, check, connect, exchange, expect_status, get, needs_own_server, receive, reset,
+    seconds, sending, stats_value, still_serves, until_read, with_upstream, Outcome, Probed, Stop,
+    Target, PATIENCE,
+};
+use crate::client::ReadError;
+use crate::kernel;
+use crate::resources;
+use crate::server::{Options, Server};
+use crate::upstream::{self, Upstream};
+
+/// How soon a departure must show. A server that watches its sockets sees a reset in its
+/// next turn, a millisecond later; one that does not, only when the wait it is in ends,
+/// seconds later. One second leaves a wide margin on both sides for a busy machine.
+const GONE_WITHIN: Duration = Duration::from_secs(1);
+/// The sleep of the first departure, which tells a chapter that blocks in it from the
+/// others: twice [`GONE_WITHIN`], so that a `/stats` held up behind it misses the bound
+/// clearly, yet short, because chapters 1-3 wait it out.
+const FIRST_SLEEP: Duration = Duration::from_millis(2000);
+/// The clients that leave mid-sleep, and their sleep: long, so that a server that lets go
+/// of them only when their sleeps end is far past [`GONE_WITHIN`].
+const SLEEPERS: usize = 5;
+const SLEEPERS_SLEEP: Duration = Duration::from_millis(4000);
+/// The slow upstream requests of the pipeline and line steps: each takes this long to
+/// answer.
+const FETCH: Duration = Duration::from_millis(1000);
+/// How many slow upstream requests the departing client pipelines.
+const PIPELINED_FETCHES: usize = 20;
+/// How long we watch the upstream once that client has left: a server that goes on with
+/// its pipeline fetches the second request after one [`FETCH`], the third after two.
+const UPSTREAM_WATCH: Duration = Duration::from_millis(2500);
+/// The clients that write a pipeline of long sleeps and leave, and how much each writes.
+/// Each write is over three hundred `/sleep?ms=10000` requests: an hour of waiting for a
+/// server that works through them all for a client that has gone.
+const PIPELINERS: usize = 30;
+const PIPELINE_BYTES: usize = 16 * 1024;
+const PIPELINED_SLEEP_MS: u64 = 10_000;
+/// How soon their descriptors must be back. A server that reads on while a request waits
+/// reads the reset at once; one that does not holds each for its first sleep at least.
+const DESCRIPTORS_BACK_WITHIN: Duration = Duration::from_millis(1500);
+/// The clients that wait in line for the upstream (`--upstream-limit 1`) and leave, and
+/// how many slow requests each has pipelined.
+const IN_LINE: usize = 5;
+const IN_LINE_PIPELINED: usize = 4;
+/// How long a client that comes after them may wait for its own fetch. The fetch under way
+/// when they left may run to its end (one [`FETCH`]) before the permit is free; any more
+/// is time spent on clients that have gone. Well under the upstream timeout of 5 s, after
+/// which a server gives up with 504.
+const AFTER_THE_LINE_WITHIN: Duration = Duration::from_millis(2500);
+/// The contract's upstream timeout: a fetch that takes longer is answered 504.
+const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(5);
+
+// ANCHOR: departing_clients
+/// Clients leave, with a reset, at four awkward moments, and each time the server must let
+/// go of them at once:
+///
+/// 1. Five clients leave while their `GET /sleep?ms=4000` waits. Within [`GONE_WITHIN`],
+///    `/stats` must count them no more (before that, one client's shorter sleep tells a
+///    chapter that blocks in it: its `/stats` comes only when the sleep is over, and the
+///    probe stops there with the chapter's lack).
+/// 2. A client pipelines twenty `GET /upstream/slow?ms=1000` and leaves while the first is
+///    fetched. The upstream must get none of the other nineteen.
+/// 3. Thirty clients each write 16 KiB of pipelined `GET /sleep?ms=10000` and leave. The
+///    server must be back at its resting count of descriptors within
+///    [`DESCRIPTORS_BACK_WITHIN`], and serving.
+/// 4. Where the server has `--upstream-limit`, with a limit of 1: five clients pipeline
+///    four slow upstream requests each and leave while one of them is fetched. A client
+///    that comes after them must have its fetch within [`AFTER_THE_LINE_WITHIN`], not wait
+///    for the turns of clients who have gone (or get a 504 after 5 s).
+///
+/// A server that only notices a departure when it next writes (it does not read while a
+/// request waits, or answers a pipeline as a batch) fails each of them in its own way. All
+/// four run, so that the outcome says which of them a chapter gets wrong.
+pub fn departing_clients(target: &Target) -> Probed {
+    needs_own_server(target)?;
+    let server = target.server()?;
+    let at_rest = connections_open(&server)?;
+    if let Some(seen) = blocked_by_a_departure(&server)? {
+        return Ok(Outcome::Lacks(seen));
+    }
+    // That client's connection must not count in the next step: wait until it is let go
+    // (by a server that is slow to notice, when its sleep is over).
+    let (open, down) = wait_for_open(&server, at_rest, Instant::now() + FIRST_SLEEP + PATIENCE)?;
+    check!(
+        down,
+        "a client that reset while its GET /sleep?ms={} waited still counted in /stats \
+         connections_open ({open}, {at_rest} at rest) {} s after its sleep was over: a \
+         connection leak?",
+        FIRST_SLEEP.as_millis(),
+        PATIENCE.as_secs()
+    );
+
+    let mut costly = Vec::new();
+    costly.extend(sleepers_leave(&server, at_rest)?);
+    drop(server);
+    costly.extend(pipeline_leaves_the_upstream(target)?);
+    costly.extend(pipelines_leave(target)?);
+    costly.extend(line_leaves(target)?);
+    Ok(match costly.len() {
+        0 => Outcome::Works,
+        1 => Outcome::Lacks(costly.remove(0)),
+        count => {
+            let each: Vec<String> = costly
+                .iter()
+                .enumerate()
+                .map(|(index, seen)| format!("({}) {seen}", index + 1))
+                .collect();
+            Outcome::Lacks(format!(
+                "{count} of 4 kinds of departed clients went on costing: {}",
+                each.join("; ")
+            ))
+        }
+    })
+}
+// ANCHOR_END: departing_clients
+
+/// What `/stats` says of `connections_open`, asked on a new connection (which counts
+/// itself).
+fn connections_open(server: &Server) -> Result<u64, Stop> {
+    let stats = exchange(server, &get("/stats"))?;
+    expect_status(&stats, &[200], "GET /stats")?;
+    stats_value(&stats, "connections_open")
+        .ok_or_else(|| broken("GET /stats has no connections_open line"))
+}
+
+/// Asks `/stats` until `connections_open` is down to `count` or `deadline` passes. Returns
+/// the last count, and whether it was down. (The connection that asked before may still
+/// count for a moment: the server has yet to read that it closed. Asking again sees it
+/// gone.)
+fn wait_for_open(server: &Server, count: u64, deadline: Instant) -> Result<(u64, bool), Stop> {
+    loop {
+        let open = connections_open(server)?;
+        if open <= count {
+            return Ok((open, true));
+        }
+        if Instant::now() >= deadline {
+            return Ok((open, false));
+        }
+        // The server cannot tell us when a connection goes; we ask again shortly.
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A client leaves while its `GET /sleep?ms=2000` waits, and another asks `GET /stats` at
+/// once. A chapter that blocks in the sleep answers only when it is over: what was seen.
+fn blocked_by_a_departure(server: &Server) -> Result<Option<String>, Stop> {
+    let what = format!("a client's GET /sleep?ms={}", FIRST_SLEEP.as_millis());
+    let mut sleeper = connect(server)?;
+    sending(&mut sleeper, &get(&format!("/sleep?ms={}", FIRST_SLEEP.as_millis())), &what)?;
+    let asked = Instant::now();
+    // Be sure the server is in the sleep before the client leaves.
+    until_read(&sleeper, &what)?;
+    reset(sleeper, &what)?;
+    let left = Instant::now();
+    let what = "a GET /stats asked right after that client left";
+    let mut client = connect(server)?;
+    sending(&mut client, &get("/stats"), what)?;
+    match client.read_response(left + GONE_WITHIN, false) {
+        Ok(response) => {
+            expect_status(&response, &[200], what)?;
+            Ok(None)
+        }
+        Err(ReadError::TimedOut { .. }) => {
+            // It must come once the sleep is over: that tells "blocked" from "stuck".
+            let response = receive(&mut client, server, false, what)?;
+            expect_status(&response, &[200], what)?;
+            Ok(Some(format!(
+                "a client left (reset its connection) while its GET /sleep?ms={} waited, and \
+                 {what} got no answer within {}: it came {} after the client left, {} after \
+                 the sleep began. The server sat in the departed client's wait, and noticed \
+                 nothing until it was over",
+                FIRST_SLEEP.as_millis(),
+                seconds(GONE_WITHIN),
+                seconds(left.elapsed()),
+                seconds(asked.elapsed())
+            )))
+        }
+        Err(error) => Err(broken(format!("{what}: {error}{}", server.stderr_note()))),
+    }
+}
+
+/// Step 1: five clients leave while their `GET /sleep?ms=4000` waits; within
+/// [`GONE_WITHIN`], `/stats` must be back at `at_rest` connections open.
+fn sleepers_leave(server: &Server, at_rest: u64) -> Result<Option<String>, Stop> {
+    let what = format!("GET /sleep?ms={}", SLEEPERS_SLEEP.as_millis());
+    let mut sleepers = Vec::with_capacity(SLEEPERS);
+    for _ in 0..SLEEPERS {
+        let mut sleeper = connect(server)?;
+        sending(&mut sleeper, &get(&format!("/sleep?ms={}", SLEEPERS_SLEEP.as_millis())), &what)?;
+        sleepers.push(sleeper);
+    }
+    for sleeper in &sleepers {
+        until_read(sleeper, &what)?;
+    }
+    for sleeper in sleepers {
+        reset(sleeper, &what)?;
+    }
+    let left = Instant::now();
+    let (open, down) = wait_for_open(server, at_rest, left + GONE_WITHIN)?;
+    if down {
+        return Ok(None);
+    }
+    // How long, then? A server that lets go of them when their sleeps end does at 4 s.
+    let (_, later) = wait_for_open(server, at_rest, left + SLEEPERS_SLEEP + GONE_WITHIN)?;
+    let then = if later {
+        format!("the count came down only {} after they left", seconds(left.elapsed()))
+    } else {
+        format!("it was still up {} after they left", seconds(left.elapsed()))
+    };
+    Ok(Some(format!(
+        "{SLEEPERS} clients left (reset their connections) while their {what} waited, and \
+         {} later /stats still said connections_open {open} ({at_rest} at rest, the asking \
+         connection included); {then}",
+        seconds(GONE_WITHIN)
+    )))
+}
+
+/// Step 2: a client pipelines twenty slow upstream requests and leaves while the first is
+/// fetched; the upstream must get none of the others.
+fn pipeline_leaves_the_upstream(target: &Target) -> Result<Option<String>, Stop> {
+    let (server, upstream) = with_upstream(target)?;
+    let request = get(&format!("/upstream/slow?ms={}", FETCH.as_millis()));
+    let what = format!(
+        "{PIPELINED_FETCHES} pipelined GET /upstream/slow?ms={} (each a {} fetch)",
+        FETCH.as_millis(),
+        seconds(FETCH)
+    );
+    let mut client = connect(&server)?;
+    sending(&mut client, &request.repeat(PIPELINED_FETCHES), &what)?;
+    check!(
+        upstream.wait_for_request(PATIENCE).is_some(),
+        "{what}: the server sent the upstream (its --upstream) no request within {} s",
+        PATIENCE.as_secs()
+    );
+    reset(client, &what)?;
+    let left = Instant::now();
+    let watch_ends = left + UPSTREAM_WATCH;
+    let mut more = 0;
+    while upstream.wait_for_request(watch_ends.saturating_duration_since(Instant::now())).is_some()
+    {
+        more += 1;
+    }
+    drop(server);
+    if more == 0 {
+        return Ok(None);
+    }
+    Ok(Some(format!(
+        "a client wrote {what} and left (reset its connection) while the first was fetched, \
+         and in the {} after it left the server sent the upstream {more} more of them, for a \
+         client that was gone (it should send none)",
+        seconds(UPSTREAM_WATCH)
+    )))
+}
+
+/// Step 3: thirty clients each write 16 KiB of pipelined `GET /sleep?ms=10000` and leave;
+/// the server must be back at its resting count of descriptors within
+/// [`DESCRIPTORS_BACK_WITHIN`], and serve `/hello`.
+fn pipelines_leave(target: &Target) -> Result<Option<String>, Stop> {
+    let mut server = target.server()?;
+    let pid = pid(&server)?;
+    let at_rest = measured(resources::open_descriptors(pid))?;
+    let request = get(&format!("/sleep?ms={PIPELINED_SLEEP_MS}"));
+    let count = PIPELINE_BYTES / request.len();
+    let what = format!(
+        "{} KiB of pipelined GET /sleep?ms={PIPELINED_SLEEP_MS} ({count} requests) in one write",
+        PIPELINE_BYTES >> 10
+    );
+    let mut clients = Vec::with_capacity(PIPELINERS);
+    for _ in 0..PIPELINERS {
+        let mut client = connect(&server)?;
+        sending(&mut client, &request.repeat(count), &what)?;
+        clients.push(client);
+    }
+    // Wait until the server has begun on them: one that leaves every byte in the kernel is
+    // not working for these clients yet. Begun, not read to the end: a server may rightly
+    // stop reading a long pipeline while its first request waits.
+    for client in &clients {
+        let begun = kernel::wait_until_unread_at_most(
+            client.stream(),
+            (request.len() * count - 1) as u64,
+            PATIENCE,
+        );
+        check!(
+            begun != Some(false),
+            "{what}: the server had read none of it {} s later, by the kernel's count",
+            PATIENCE.as_secs()
+        );
+    }
+    for client in clients {
+        reset(client, &what)?;
+    }
+    let left = Instant::now();
+    let open = loop {
+        let open = measured(resources::open_descriptors(pid))?;
+        if open <= at_rest + LAZY_DESCRIPTORS || left.elapsed() >= DESCRIPTORS_BACK_WITHIN {
+            break open;
+        }
+        // The kernel cannot tell us when a descriptor closes; we look again shortly.
+        thread::sleep(Duration::from_millis(10));
+    };
+    still_serves(&mut server, &format!("{PIPELINERS} clients that wrote {what} and left"))?;
+    if open <= at_rest + LAZY_DESCRIPTORS {
+        return Ok(None);
+    }
+    Ok(Some(format!(
+        "{PIPELINERS} clients each wrote {what} and left (reset their connections), and {} \
+         later the server still held {open} descriptors ({at_rest} at rest): it keeps a \
+         departed client's connection while it works through the requests it left behind \
+         (about {} minutes of sleeps each)",
+        seconds(DESCRIPTORS_BACK_WITHIN),
+        count as u64 * PIPELINED_SLEEP_MS / 60_000
+    )))
+}
+
+/// Step 4: with `--upstream-limit 1`, five clients that wait in line for the upstream
+/// leave; a client that comes after them must not wait for their turns. Nothing to check
+/// on a server whose `--help` has no such flag: it has no line. One with `--threads`
+/// (chapter 9) runs one loop, so that everyone is in the same line.
+fn line_leaves(target: &Target) -> Result<Option<String>, Stop> {
+    let usage = usage(target)?;
+    if !usage.contains("--upstream-limit") {
+        return Ok(None);
+    }
+    let mut flags = vec![("--upstream-limit", "1".to_string())];
+    if usage.contains("--threads") {
+        flags.push(("--threads", "1".to_string()));
+    }
+    let upstream =
+        Upstream::start().map_err(|error| broken(format!("cannot start the upstream: {error}")))?;
+    let server = target.start(Options {
+        upstream: Some(upstream.address),
+        if_supported: flags,
+        ..Options::default()
+    })?;
+    check!(
+        server.dropped_flags.is_empty(),
+        "its --help lists --upstream-limit, but it refused {}",
+        server.dropped_flags.join(" and ")
+    );
+    let request = get(&format!("/upstream/slow?ms={}", FETCH.as_millis()));
+    let what = format!(
+        "{IN_LINE_PIPELINED} pipelined GET /upstream/slow?ms={} (with --upstream-limit 1)",
+        FETCH.as_millis()
+    );
+    let mut clients = Vec::with_capacity(IN_LINE);
+    for _ in 0..IN_LINE {
+        let mut client = connect(&server)?;
+        sending(&mut client, &request.repeat(IN_LINE_PIPELINED), &what)?;
+        clients.push(client);
+    }
+    // One fetch is under way; the other clients wait for the permit.
+    check!(
+        upstream.wait_for_request(PATIENCE).is_some(),
+        "{what}, from {IN_LINE} clients: the server sent the upstream no request within {} s",
+        PATIENCE.as_secs()
+    );
+    for client in &clients {
+        until_read(client, &what)?;
+    }
+    for client in clients {
+        reset(client, &what)?;
+    }
+
+    let after = "a GET /upstream/x sent right after they left";
+    let mut client = connect(&server)?;
+    sending(&mut client, &get("/upstream/x"), after)?;
+    let sent = Instant::now();
+    let response = client
+        .read_response(sent + UPSTREAM_TIMEOUT + PATIENCE, false)
+        .map_err(|error| broken(format!("{after}: {error}{}", server.stderr_note())))?;
+    let took = sent.elapsed();
+    expect_status(&response, &[200, 504], after)?;
+    if response.status == 200 && took <= AFTER_THE_LINE_WITHIN {
+        check!(
+            response.body == upstream::HELLO.as_bytes(),
+            "{after}: body {:?}, expected the upstream's {:?}",
+            response.text(),
+            upstream::HELLO
+        );
+        return Ok(None);
+    }
+    Ok(Some(format!(
+        "{IN_LINE} clients each wrote {what} and left (reset their connections) while one \
+         fetch was under way, and {after} got {} only {} later (the bound is {}): the \
+         departed clients kept their places in the line for the upstream",
+        response.summary(),
+        seconds(took),
+        seconds(AFTER_THE_LINE_WITHIN)
+    )))
+}
