@@ -53,8 +53,9 @@ pub const FLAGS: &[Flag] = &[
     flag("--header-timeout", "SECONDS", "timeouts, slowloris, 10,000 idle", Needed::With(Capability::Timeouts)),
     flag("--keep-alive-timeout", "SECONDS", "timeouts, 10,000 idle", Needed::With(Capability::Timeouts)),
     flag("--send-timeout", "SECONDS", "`send_timeout`", Needed::With(Capability::Timeouts)),
-    flag("--threads", "N", "`spread_over_loops`", Needed::With(Capability::MoreThanOneCore)),
+    flag("--threads", "N", "`spread_over_loops`; 1 in the flood and departure checks", Needed::With(Capability::MoreThanOneCore)),
     flag("--backend", "poll", "`ten_thousand_idle_slowdown`", Needed::Never),
+    flag("--upstream-limit", "1", "`departing_clients`, where `--help` lists it", Needed::Never),
 ];
 // ANCHOR_END: flags
 
