@@ -184,3 +184,19 @@ fn a_task_with_endless_input_lets_the_others_run() {
     turn(&mut executor);
     assert_eq!(reads.get(), 2 * BUDGET_PER_POLL, "woken to go on, next turn");
 }
+
+#[test]
+fn a_turn_returns_once_it_has_run_its_tasks() {
+    // The loop in `main` checks between two turns whether it may stop (a shutdown with no
+    // connection left). A turn that ran the last task and then waited for the next timer
+    // (here a second away, as the `Date` header's is) would hold the exit up that long.
+    let mut executor = Executor::new().expect("executor");
+    spawn(async { crate::time::sleep(Duration::from_secs(1)).await });
+    let done = Rc::new(Cell::new(false));
+    let task_done = done.clone();
+    spawn(async move { task_done.set(true) });
+    let started = std::time::Instant::now();
+    executor.turn(None).expect("turn");
+    assert!(done.get(), "the task ran in the turn");
+    assert!(started.elapsed() < Duration::from_millis(500), "and the turn did not wait after");
+}

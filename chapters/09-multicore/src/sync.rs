@@ -183,3 +183,7 @@ impl Drop for Permit {
     }
 }
 // ANCHOR_END: semaphore
+
+#[cfg(test)]
+#[path = "sync_tests.rs"]
+mod tests;
