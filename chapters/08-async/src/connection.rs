@@ -26,6 +26,7 @@ use shared::trace;
 use crate::fs::Chunk;
 use crate::net::Async;
 use crate::race::{race, Winner};
+use crate::sync::OnDrop;
 use crate::time::{sleep, timeout};
 use crate::{upstream, Server};
 
@@ -41,7 +42,10 @@ const LINGER_QUIET: Duration = Duration::from_millis(500);
 // ANCHOR: serve
 /// The task for one client.
 pub async fn serve(stream: Async<TcpStream>, server: Rc<Server>) {
-    let _open = Open::count(&server); // until the task ends, whichever way it ends
+    // Counted open (for `/stats`, and the shutdown's wait) until the task ends, whichever
+    // way: a guard, since a task that panics never reaches a decrement at the end.
+    server.connections_open.set(server.connections_open.get() + 1);
+    let _open = OnDrop(|| server.connections_open.set(server.connections_open.get() - 1));
     let mut client = Client {
         stream,
         received: Vec::new(),
@@ -55,23 +59,6 @@ pub async fn serve(stream: Async<TcpStream>, server: Rc<Server>) {
         Err(error) => trace!("fd {}: {error}", client.stream.get_ref().as_raw_fd()),
     }
     trace!("fd {}: closed", client.stream.get_ref().as_raw_fd());
-}
-
-/// Counts a client as open (for `/stats`, and the shutdown's wait) while its task lives:
-/// a guard, not a decrement at the end of `serve`, which a task that panics never reaches.
-struct Open(Rc<Server>);
-
-impl Open {
-    fn count(server: &Rc<Server>) -> Open {
-        server.connections_open.set(server.connections_open.get() + 1);
-        Open(server.clone())
-    }
-}
-
-impl Drop for Open {
-    fn drop(&mut self) {
-        self.0.connections_open.set(self.0.connections_open.get() - 1);
-    }
 }
 // ANCHOR_END: serve
 

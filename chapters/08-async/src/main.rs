@@ -131,9 +131,11 @@ async fn accept(listener: Async<TcpListener>, server: Rc<Server>) {
             Winner::First(accepted) => accepted,
             Winner::Second(()) => break, // shutting down
         };
-        match accepted
-            .and_then(|(stream, peer)| Ok((Async::new(stream_nonblocking(stream)?)?, peer)))
-        {
+        let accepted = accepted.and_then(|(stream, peer)| {
+            stream.set_nonblocking(true)?;
+            Ok((Async::new(stream)?, peer))
+        });
+        match accepted {
             Ok((stream, peer)) => {
                 trace!("accept: client {peer} (fd {})", stream.get_ref().as_raw_fd());
                 spawn(connection::serve(stream, server.clone()));
@@ -148,11 +150,6 @@ async fn accept(listener: Async<TcpListener>, server: Rc<Server>) {
         }
     }
     // Dropped here: the listener closes, and new connects fail at once.
-}
-
-fn stream_nonblocking(stream: std::net::TcpStream) -> io::Result<std::net::TcpStream> {
-    stream.set_nonblocking(true)?;
-    Ok(stream)
 }
 // ANCHOR_END: accept
 

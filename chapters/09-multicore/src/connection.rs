@@ -27,6 +27,7 @@ use shared::trace;
 use crate::fs::Chunk;
 use crate::net::Async;
 use crate::race::{race, Winner};
+use crate::sync::OnDrop;
 use crate::time::{sleep, timeout};
 use crate::{upstream, Server};
 
@@ -42,7 +43,12 @@ const LINGER_QUIET: Duration = Duration::from_millis(500);
 // ANCHOR: serve
 /// The task for one client.
 pub async fn serve(stream: Async<TcpStream>, server: Rc<Server>) {
-    let _open = Open::count(&server); // until the task ends, whichever way it ends
+    // Counted open (for `/stats`, and the shutdown's wait) until the task ends, whichever
+    // way: a guard, since a task that panics never reaches a decrement at the end.
+    server.counters().connections_open.fetch_add(1, Ordering::Relaxed);
+    let _open = OnDrop(|| {
+        server.counters().connections_open.fetch_sub(1, Ordering::Relaxed);
+    });
     let mut client = Client {
         stream,
         received: Vec::new(),
@@ -56,23 +62,6 @@ pub async fn serve(stream: Async<TcpStream>, server: Rc<Server>) {
         Err(error) => trace!("fd {}: {error}", client.stream.get_ref().as_raw_fd()),
     }
     trace!("fd {}: closed", client.stream.get_ref().as_raw_fd());
-}
-
-/// Counts a client as open (for `/stats`, and the shutdown's wait) while its task lives:
-/// a guard, not a decrement at the end of `serve`, which a task that panics never reaches.
-struct Open(Rc<Server>);
-
-impl Open {
-    fn count(server: &Rc<Server>) -> Open {
-        server.counters().connections_open.fetch_add(1, Ordering::Relaxed);
-        Open(server.clone())
-    }
-}
-
-impl Drop for Open {
-    fn drop(&mut self) {
-        self.0.counters().connections_open.fetch_sub(1, Ordering::Relaxed);
-    }
 }
 // ANCHOR_END: serve
 

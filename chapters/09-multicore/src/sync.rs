@@ -76,8 +76,8 @@ impl Line {
 }
 
 /// Runs a closure when dropped: how a waiting future gives up its place in line, whether
-/// it was served or dropped halfway.
-struct OnDrop<F: FnMut()>(F);
+/// it was served or dropped halfway (and how a client's task counts itself closed).
+pub struct OnDrop<F: FnMut()>(pub F);
 
 impl<F: FnMut()> Drop for OnDrop<F> {
     fn drop(&mut self) {
