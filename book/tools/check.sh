@@ -8,18 +8,24 @@
 #    it), a page shows a diff's table and folds the diff in <details>, no included code
 #    line is wider than the book's code column, the summary lists exactly the pages that
 #    exist, local links resolve, and every picture a page shows exists (a generated
-#    timeline missing? book/tools/gen-timelines.sh draws them).
+#    timeline missing? book/tools/gen-timelines.sh draws them). And the quoted output: no
+#    page types a program's output by hand (a console block that shows output includes a
+#    session that book/tools/gen-sessions.sh ran), and every generated output (sessions,
+#    timelines, the benchmark) was made from today's inputs, by the hashes in
+#    book/src/generated/sessions.lock. `book/tools/gen-sessions.sh --status` lists the
+#    stale ones and the command that makes each again.
 # 2. If mdbook is installed: `mdbook build` prints no warning or error, and no include
 #    directive is left unexpanded in the HTML it writes. The build goes to a temporary
 #    folder, so book/book/ is left alone.
 #
-# To fix a stale diff, run book/tools/gen-diffs.sh and look at what changed.
+# To fix a stale diff, run book/tools/gen-diffs.sh and look at what changed; a stale
+# session, book/tools/gen-sessions.sh NAME.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 
-echo "== book: includes, diffs, tables, code width, summary, links, pictures (shared/tests/book.rs)"
+echo "== book: includes, diffs, tables, code width, summary, links, pictures, quoted output (shared/tests/book.rs)"
 cargo test --quiet -p shared --test book
 
 if ! command -v mdbook >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/mdbook" ]; then

@@ -15,8 +15,11 @@
 # Run it after changing how a chapter waits or what it traces, on a machine that is not
 # busy with something else: the clients must connect on time (the tool runs a chapter again
 # when one is more than 15 ms late) and the server must not wait for a CPU. The times differ
-# a little from run to run, so unlike the diffs the pictures are not checked for freshness;
-# shared/tests/book.rs checks that every picture a page shows exists.
+# a little from run to run, so unlike the diffs the pictures are not compared byte for
+# byte: each picture records the hash of what it was drawn from (the chapter's folder, the
+# shared crate's code, tests/src/bin/timeline) in book/src/generated/sessions.lock, and
+# shared/tests/book.rs fails when those inputs changed after it was drawn
+# ("... is stale (its inputs changed)"), and when a picture a page shows does not exist.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"

@@ -24,6 +24,8 @@
 //!   be accepted (the book's page on a reader's own server lists them).
 //! - [`report`]: the runner's report: a cause shared by many checks said once, at the
 //!   top; one line per check and per row of the capability table; the summary last.
+//! - [`lock`]: what each generated piece of the book (a quoted session, a timeline, the
+//!   benchmark) was made from, so that the book's check can tell a stale one.
 //!
 //! Two front ends share all of this: `cargo test` (tests/suite.rs: one test per probe
 //! and chapter) and the runner in `src/main.rs`, which can also check a server the suite
@@ -36,6 +38,7 @@ pub mod client;
 pub mod flags;
 pub mod harness;
 pub mod kernel;
+pub mod lock;
 pub mod manifest;
 pub mod probes;
 pub mod report;

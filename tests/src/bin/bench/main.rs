@@ -15,7 +15,9 @@
 //! Around every run it reads the server's CPU time, for the CPU each request cost. Then it
 //! counts system calls per request (`strace`) and heap allocations per request
 //! (`valgrind --tool=dhat`) where those tools are installed. It prints a Markdown report
-//! and writes it, with an SVG chart, to the book's `generated/` folder.
+//! and writes it, with an SVG chart, to the book's `generated/` folder, and records what
+//! the run was made from in the book's lock (`suite::lock`), so that the book's check
+//! fails once a chapter changes and the benchmark was not run again.
 //!
 //! The pieces, one file each: `options` (the command line), `targets` and `nginx`
 //! (building and starting servers), `generator` (`wrk` or our own `load`), `scenarios`
@@ -328,6 +330,14 @@ fn run(options: &Options, args: &[String]) -> Result<(), String> {
                 .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
             eprintln!("bench: wrote {}", path.display());
         }
+        // Written where the book looks: the lock records what this run was made from, so
+        // that the book's check can tell when a chapter changed after it.
+        if same_folder(&folder, &workspace.join("book/src/generated")) {
+            suite::lock::piece(&workspace, "bench")
+                .and_then(|piece| suite::lock::record(&workspace, &piece))
+                .map_err(|error| format!("cannot record the run in the lock: {error}"))?;
+            eprintln!("bench: recorded its inputs in {}", suite::lock::LOCK);
+        }
     }
     eprintln!("bench: finished in {}", human_duration(started.elapsed()));
     Ok(())
@@ -357,6 +367,14 @@ fn plan(options: &Options, runs_per_round: usize) -> (usize, u64) {
 
 /// The workspace root: where this crate was built from, or else the nearest folder above
 /// the current one with a `chapters/` folder beside a `Cargo.toml`.
+/// Do these two paths name the same folder?
+fn same_folder(one: &Path, other: &Path) -> bool {
+    match (one.canonicalize(), other.canonicalize()) {
+        (Ok(one), Ok(other)) => one == other,
+        _ => false,
+    }
+}
+
 fn find_workspace() -> Result<PathBuf, String> {
     let is_root =
         |folder: &Path| folder.join("chapters").is_dir() && folder.join("Cargo.toml").is_file();

@@ -8,7 +8,10 @@
 //! Side by side, the chapters' pictures show the blocking stretch shrink: chapters 1-3
 //! block on `/sleep` and on the disk, 4-5 only on the disk, and from 6 on, on neither.
 //!
-//! `book/tools/gen-timelines.sh` redraws every chapter's picture for the book.
+//! `book/tools/gen-timelines.sh` redraws every chapter's picture for the book. A picture
+//! drawn into the book's folder records what it was made from in the book's lock
+//! (`suite::lock`), so that the book's check fails once its chapter changes and it was
+//! not drawn again.
 
 mod canvas;
 mod lanes;
@@ -157,6 +160,14 @@ fn draw_chapter(chapter: &'static Chapter, asked: &Arguments) -> Result<String, 
     }
     std::fs::write(&path, svg::draw(&picture))
         .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+    // Drawn where the book looks: the lock records what the picture was made from, so that
+    // the book's check can tell when the chapter changed after it.
+    let root = chapters::workspace_root();
+    let book = root.join("book/src/generated");
+    if asked.out.canonicalize().ok().is_some_and(|out| book.canonicalize().ok() == Some(out)) {
+        let name = format!("timeline-ch{:02}", chapter.number);
+        suite::lock::piece(&root, &name).and_then(|piece| suite::lock::record(&root, &piece))?;
+    }
     let answers: Vec<String> = run
         .clients
         .iter()
