@@ -33,6 +33,7 @@ pub const CHAPTERS: &[Chapter] = &[
     Chapter::new(7, "ch07-epoll", "07-epoll"),
     Chapter::new(8, "ch08-async", "08-async"),
     Chapter::new(9, "ch09-multicore", "09-multicore"),
+    Chapter::new(10, "ch10-io-uring", "10-io-uring"),
 ];
 // ANCHOR_END: chapters
 

@@ -1,0 +1,293 @@
+//! The proactor: chapter 9's reactor, for completion instead of readiness.
+//!
+//! A reactor says "you may read now", and the task goes and reads. A proactor is asked
+//! "read into this buffer", does it, and says "done: N bytes". Here a task submits an
+//! operation (an entry in the ring, `ring.rs`), and its completion wakes it. Between the
+//! two, the kernel may write into the buffer at any moment, whatever became of the task
+//! that asked. So an operation takes the memory the kernel uses by value (a buffer, a
+//! path, the socket itself), keeps it in its slot here, and gives it back with the result,
+//! as tokio-uring and monoio do. An operation dropped early (its task timed out, its
+//! client left) asks the kernel to cancel it, and its slot keeps the memory until the
+//! cancelled completion comes back: only then is it freed.
+//!
+//! One ring per thread, as chapter 8 had one epoll per thread: [`turn`] is the loop's
+//! wait, one `io_uring_enter` that submits everything the tasks asked for since the last
+//! turn and reaps everything that finished.
+
+use std::any::Any;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::io;
+use std::marker::PhantomData;
+use std::os::fd::{AsFd, AsRawFd, IntoRawFd, OwnedFd};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use nix::libc;
+
+use shared::trace;
+use shared::waker::Waker as SelfPipe;
+
+use crate::ring::{io_uring_sqe, Ring, __kernel_timespec, IORING_OP_CLOSE, IORING_OP_POLL_ADD};
+use crate::ring::IORING_OP_TIMEOUT;
+use crate::ring::{IORING_TIMEOUT_ETIME_SUCCESS, IOSQE_IO_LINK};
+
+// ANCHOR: proactor
+/// Where an operation is.
+enum State {
+    /// In flight; the task to wake at its completion (none until it is first polled).
+    Waiting(Option<Waker>),
+    /// Completed with `res`; its future has not taken the result yet.
+    Done(i32),
+    /// Its future is gone: the completion only frees the memory.
+    Abandoned,
+}
+
+/// An operation in flight: where it is, the memory the kernel may use until its
+/// completion (boxed: it stays put however the map changes), and the first entry of its
+/// chain (itself, unless it waits behind a timer linked before it).
+struct Slot {
+    state: State,
+    owned: Box<dyn Any>,
+    chain: u64,
+}
+
+/// This thread's ring, and its operations by `user_data`: the number each entry carries
+/// to its completion, never reused (as chapter 7's tokens).
+struct Proactor {
+    ring: Ring,
+    slots: BTreeMap<u64, Slot>,
+    next: u64,
+    /// Wakes the loop from other threads: a poll of it is always in flight.
+    doorbell: Arc<SelfPipe>,
+    /// The wakers `turn` takes out, kept to be reused: no allocation, turn after turn.
+    woken: Vec<Waker>,
+}
+
+/// The doorbell's poll carries this instead of an operation's number.
+const DOORBELL: u64 = u64::MAX;
+
+thread_local! {
+    static PROACTOR: RefCell<Option<Proactor>> = const { RefCell::new(None) };
+    /// Descriptors to close through the ring, at the next turn (see `close_later`).
+    static CLOSING: RefCell<Vec<OwnedFd>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Makes this thread's ring, with room for `completions` at once (a few per connection
+/// the loop will hold). Its error, where there is no io_uring to be had, says why.
+pub fn start(completions: u32) -> io::Result<()> {
+    let (ring, doorbell) = (Ring::new(256, completions)?, Arc::new(SelfPipe::new()?));
+    let slots = BTreeMap::new();
+    let mut proactor = Proactor { ring, slots, next: 0, doorbell, woken: Vec::new() };
+    proactor.watch_doorbell()?;
+    PROACTOR.with(|cell| cell.replace(Some(proactor)));
+    Ok(())
+}
+
+fn with<T>(f: impl FnOnce(&mut Proactor) -> T) -> T {
+    PROACTOR.with(|cell| f(cell.borrow_mut().as_mut().expect("proactor::start ran on this thread")))
+}
+
+/// Closes `fd` through the ring, at the next turn. Later, not at once: this is called from
+/// a `Drop`, which may run while the proactor is busy (borrowed), when a finished
+/// operation gives back the last owner of a file.
+pub fn close_later(fd: OwnedFd) {
+    CLOSING.with_borrow_mut(|closing| closing.push(fd));
+}
+
+/// The self-pipe that wakes this thread's loop from its wait: a task's waker rings it
+/// when it is woken from another thread (see `executor.rs`).
+pub fn doorbell() -> Arc<SelfPipe> {
+    with(|proactor| proactor.doorbell.clone())
+}
+// ANCHOR_END: proactor
+
+// ANCHOR: start
+impl Proactor {
+    /// Queues a chain of entries (most often one), each with the memory it may use and
+    /// the state its slot starts in. Returns the last one's `user_data`: the operation.
+    fn start<const N: usize>(&mut self, chain: [(io_uring_sqe, Box<dyn Any>, State); N]) -> u64 {
+        let first = self.next;
+        self.next += N as u64;
+        let entries = std::array::from_fn::<_, N, _>(|i| {
+            io_uring_sqe { user_data: first + i as u64, ..chain[i].0 }
+        });
+        // SAFETY: each entry points into its own `owned` (the promise of `submit`), which
+        // stays in its slot, at the same address, until that entry's completion.
+        let pushed = unsafe { self.ring.push(&entries) };
+        for (user_data, (_, owned, state)) in (first..).zip(chain) {
+            let state = match &pushed {
+                Ok(()) => state,
+                Err(_) if matches!(state, State::Abandoned) => continue, // never queued
+                Err(error) => State::Done(-error.raw_os_error().unwrap_or(libc::EIO)),
+            };
+            self.slots.insert(user_data, Slot { state, owned, chain: first });
+        }
+        self.next - 1
+    }
+
+    /// Its future was dropped: free the memory now if the kernel is done with it, else
+    /// ask the kernel to cancel, and keep the memory until the completion. An entry behind
+    /// a timer cannot be found until the timer fires: the timer is cancelled too.
+    fn abandon(&mut self, user_data: u64) {
+        let Some(slot) = self.slots.get_mut(&user_data) else { return };
+        if let State::Done(_) = slot.state {
+            self.slots.remove(&user_data);
+            return;
+        }
+        slot.state = State::Abandoned;
+        let chain = slot.chain;
+        self.cancel(user_data);
+        if chain != user_data {
+            self.cancel(chain);
+        }
+    }
+
+    fn cancel(&mut self, target: u64) {
+        self.start([(io_uring_sqe::cancel(target), Box::new(()), State::Abandoned)]);
+    }
+
+    /// Keeps a poll of the doorbell in flight: rung, it completes, and `turn` empties the
+    /// pipe and calls this again.
+    fn watch_doorbell(&mut self) -> io::Result<()> {
+        let fd = self.doorbell.as_fd().as_raw_fd();
+        let poll = io_uring_sqe::new(IORING_OP_POLL_ADD, fd, std::ptr::null(), 0);
+        let poll = io_uring_sqe { user_data: DOORBELL, ..poll.with(libc::POLLIN as u32, 0) };
+        // SAFETY: a poll points at no memory; the pipe lives as long as the proactor.
+        unsafe { self.ring.push(&[poll]) }
+    }
+}
+// ANCHOR_END: start
+
+// ANCHOR: turn
+/// The loop's wait: submits every entry queued since the last turn, waits until an
+/// operation completes or `timeout` passes (`None`: no limit), reaps every completion,
+/// and wakes the tasks they belong to. One system call, however many operations.
+pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
+    let closing = CLOSING.take();
+    let mut woken = with(|proactor| -> io::Result<Vec<Waker>> {
+        for fd in closing {
+            let close = io_uring_sqe::new(IORING_OP_CLOSE, fd.into_raw_fd(), std::ptr::null(), 0);
+            proactor.start([(close, Box::new(()), State::Abandoned)]); // nobody waits for it
+        }
+        let submitted = proactor.ring.submit_and_wait(timeout)?;
+        let (slots, woken, mut rung, mut completed) =
+            (&mut proactor.slots, &mut proactor.woken, false, 0);
+        proactor.ring.reap(|completion| {
+            completed += 1;
+            let Some(slot) = slots.get_mut(&completion.user_data) else {
+                rung |= completion.user_data == DOORBELL;
+                return;
+            };
+            match std::mem::replace(&mut slot.state, State::Done(completion.res)) {
+                State::Waiting(waker) => woken.extend(waker),
+                // The kernel is done with an abandoned operation's memory at last.
+                State::Abandoned => drop(slots.remove(&completion.user_data)),
+                State::Done(_) => {} // one completion per entry: never
+            }
+        })?;
+        trace!("io_uring: submitted {submitted}, completed {completed}, one system call");
+        if rung {
+            proactor.doorbell.drain(); // the tasks it was rung for are queued already
+            proactor.watch_doorbell()?;
+        }
+        Ok(std::mem::take(&mut proactor.woken))
+    })?;
+    // Woken once the proactor is no longer borrowed, as in chapter 8's reactor.
+    woken.drain(..).for_each(Waker::wake);
+    with(|proactor| proactor.woken = woken); // empty, its room kept for the next turn
+    Ok(())
+}
+
+/// A loop that ends with operations in flight: the kernel cancels them when the ring
+/// closes, but may write into their memory until then. So that memory is leaked, never
+/// freed: at the end of a thread, the lesser harm.
+impl Drop for Proactor {
+    fn drop(&mut self) {
+        let slots = std::mem::take(&mut self.slots);
+        slots.into_values().for_each(|slot| std::mem::forget(slot.owned));
+    }
+}
+// ANCHOR_END: turn
+
+// ANCHOR: op
+/// An operation in flight, as a future: ready with its result (`res`: a count, a
+/// descriptor; or the error) and the memory it owned. Dropped before then, it cancels.
+#[must_use = "an operation's result and memory come back only when it is awaited"]
+pub struct Op<T> {
+    user_data: u64,
+    finished: bool,
+    owned: PhantomData<fn() -> T>, // in the slot, not here: this future may be dropped
+}
+
+/// Starts an operation: `build` makes its entry from `owned`, already boxed where it will
+/// stay until the completion; the future gives `owned` back with the result. With a
+/// `delay`, the kernel starts it only once the delay has passed: a `TIMEOUT` is linked
+/// before it (a slow disk, simulated with no thread of ours; `ETIME_SUCCESS`, or the
+/// timer's -ETIME would break the link).
+///
+/// # Safety
+/// The entry's pointers point into `owned` and nowhere else (or at memory that outlives
+/// every operation): nothing else is kept alive for the kernel.
+pub unsafe fn submit<T: 'static>(
+    owned: T, delay: Duration, build: impl FnOnce(&mut T) -> io_uring_sqe,
+) -> Op<T> {
+    let mut owned = Box::new(owned);
+    let entry = build(&mut owned);
+    let user_data = with(|proactor| {
+        if delay.is_zero() {
+            return proactor.start([(entry, owned, State::Waiting(None))]);
+        }
+        let tv_sec = i64::try_from(delay.as_secs()).unwrap_or(i64::MAX);
+        let ts = Box::new(__kernel_timespec { tv_sec, tv_nsec: i64::from(delay.subsec_nanos()) });
+        let timer = io_uring_sqe::new(IORING_OP_TIMEOUT, -1, (&raw const *ts).cast(), 1);
+        let timer = io_uring_sqe { flags: IOSQE_IO_LINK, ..timer.with(IORING_TIMEOUT_ETIME_SUCCESS, 0) };
+        proactor.start([(timer, ts, State::Abandoned), (entry, owned, State::Waiting(None))])
+    });
+    Op { user_data, finished: false, owned: PhantomData }
+}
+
+impl<T: 'static> Future for Op<T> {
+    type Output = (io::Result<u32>, T);
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context) -> Poll<Self::Output> {
+        let user_data = self.user_data;
+        let done = with(|proactor| {
+            let slot = proactor.slots.get_mut(&user_data).expect("a slot lives until its op ends");
+            match &mut slot.state {
+                State::Done(_) => proactor.slots.remove(&user_data),
+                State::Waiting(waker) => {
+                    if !waker.as_ref().is_some_and(|waker| waker.will_wake(cx.waker())) {
+                        *waker = Some(cx.waker().clone());
+                    }
+                    None
+                }
+                State::Abandoned => unreachable!("only a dropped op is abandoned"),
+            }
+        });
+        let Some(Slot { state: State::Done(res), owned, .. }) = done else { return Poll::Pending };
+        self.finished = true;
+        let owned = *owned.downcast::<T>().expect("an op gets back the memory it gave");
+        let result = if res < 0 { Err(io::Error::from_raw_os_error(-res)) } else { Ok(res as u32) };
+        Poll::Ready((result, owned))
+    }
+}
+
+impl<T> Drop for Op<T> {
+    fn drop(&mut self) {
+        if !self.finished {
+            // try_with: at a thread's end, the proactor may have gone first.
+            let _ = PROACTOR.try_with(|cell| {
+                cell.borrow_mut().as_mut().map(|proactor| proactor.abandon(self.user_data))
+            });
+        }
+    }
+}
+// ANCHOR_END: op
+
+#[cfg(test)]
+#[path = "proactor_tests.rs"]
+mod tests;
