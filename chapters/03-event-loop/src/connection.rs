@@ -22,7 +22,8 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use shared::http::{self, date, response::Framing, Parse, Response};
 use shared::trace;
 
-use crate::event_loop::{EventLoop, Handler, Interest, Token};
+use crate::event_loop::{EventLoop, Handler};
+use crate::poll_backend::{Interest, Token};
 use crate::Server;
 
 /// How much a lingering connection may send us before we stop being polite and close.

@@ -24,7 +24,8 @@ use shared::signals::Signals;
 use shared::{files, listener, log, trace, upstream};
 
 use connection::Connection;
-use event_loop::{EventLoop, Handler, Interest, Token};
+use event_loop::{EventLoop, Handler};
+use poll_backend::{Interest, Token};
 
 /// How long a graceful shutdown waits for the connections still busy.
 const GRACE_PERIOD: Duration = Duration::from_secs(5);

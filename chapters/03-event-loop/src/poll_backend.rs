@@ -1,7 +1,8 @@
-//! The part of the loop that talks to the kernel: here, `poll(2)`. (Redis keeps one file
-//! per way of waiting, `ae_select.c`, `ae_epoll.c`, `ae_kqueue.c`, and so do we.) `poll`
-//! keeps no memory between calls: on every turn we hand it the whole list of sockets and
-//! what we want from each, exactly as chapter 2 did, and it tells us which are ready.
+//! The part of the loop that talks to the kernel: here, `poll(2)`, which keeps no memory
+//! between calls: on every turn we hand it the whole list of sockets and what we want from
+//! each, as chapter 2 did, and it says which are ready. (Redis keeps one file per way of
+//! waiting, `ae_select.c`, `ae_epoll.c`...; so do we.) The words the loop and `poll` share,
+//! [`Token`], [`Interest`] and [`Event`], live here too: the loop looks down at this file.
 
 use std::io;
 use std::os::fd::BorrowedFd;
@@ -11,7 +12,26 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use shared::trace;
 
-use crate::event_loop::{Interest, Token};
+// ANCHOR: token
+/// Names one registration. Tokens are never reused, so an old token can never name a newer
+/// registration by mistake: it names nothing. (mio calls it the same.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Token(pub u64);
+
+/// What a registration waits for: the two questions `poll` answers, "may I read without
+/// waiting?" and "may I write without waiting?".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Interest {
+    pub readable: bool,
+    pub writable: bool,
+}
+
+impl Interest {
+    /// Wait for nothing for now; the registration stays.
+    pub const NONE: Interest = Interest { readable: false, writable: false };
+    pub const READABLE: Interest = Interest { readable: true, writable: false };
+}
+// ANCHOR_END: token
 
 /// One thing `poll` reported: this registration is ready to read and/or to write.
 pub struct Event {

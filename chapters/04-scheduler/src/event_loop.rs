@@ -18,27 +18,8 @@ use std::time::{Duration, Instant};
 
 use shared::{log, trace};
 
-use crate::poll_backend;
+use crate::poll_backend::{self, Interest, Token};
 use crate::timers::{TimerId, Timers};
-
-/// Names one registration. Tokens are never reused, so an old token can never name a newer
-/// registration by mistake: it names nothing. (mio calls it the same.)
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Token(pub u64);
-
-/// What a registration waits for: the two questions `poll` answers, "may I read without
-/// waiting?" and "may I write without waiting?".
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Interest {
-    pub readable: bool,
-    pub writable: bool,
-}
-
-impl Interest {
-    /// Wait for nothing for now; the registration stays.
-    pub const NONE: Interest = Interest { readable: false, writable: false };
-    pub const READABLE: Interest = Interest { readable: true, writable: false };
-}
 
 // ANCHOR: handler
 /// What the loop calls back. A handler owns its socket and lends it to the loop (`AsFd`).

@@ -26,7 +26,8 @@ use shared::signals::Signals;
 use shared::{files, listener, log, trace};
 
 use connection::Connection;
-use event_loop::{EventLoop, Handler, Interest, Token};
+use event_loop::{EventLoop, Handler};
+use poll_backend::{Interest, Token};
 use timers::TimerId;
 
 /// How long a graceful shutdown waits for the connections still busy.

@@ -27,7 +27,8 @@ use shared::signals::Signals;
 use shared::{files, listener, log, trace};
 
 use connection::Connection;
-use event_loop::{EventLoop, Handler, Interest, Token};
+use event_loop::{EventLoop, Handler};
+use poll_backend::{Interest, Token};
 use promise::Promise;
 use timers::TimerId;
 

@@ -26,8 +26,9 @@ use shared::args::Config;
 use shared::http::{self, response::Framing, Parse, Response};
 use shared::trace;
 
-use crate::event_loop::{EventLoop, Handler, Interest, Token};
+use crate::event_loop::{EventLoop, Handler};
 use crate::fs::Chunk;
+use crate::poll_backend::{Interest, Token};
 use crate::timers::TimerId;
 use crate::{Effect, Reply, Server};
 

@@ -3,8 +3,8 @@
 //! As in chapter 5, an [`EventLoop`] calls back its handlers, runs timers, and runs promise
 //! steps; `/sleep` and `/upstream/` are promise chains. New here: files no longer block. A
 //! `ThreadPool` (`thread_pool.rs`) of `--workers` threads runs the blocking calls and wakes
-//! the loop through a waker, registered like any socket, when a job is done; `fs.rs` turns
-//! a file read into a promise. At most `--queue-limit` jobs wait for a worker; past that, 503.
+//! the loop through a self-pipe, registered like any socket, when a job is done; `fs.rs` turns
+//! a file read into a promise.
 
 mod connection;
 mod event_loop;
@@ -23,13 +23,14 @@ use std::time::{Duration, Instant};
 use shared::app::{self, Action, Context, Stats};
 use shared::args::{Config, Extra};
 use shared::http::{self, date, Response};
+use shared::self_pipe::SelfPipe;
 use shared::signals::Signals;
-use shared::waker::Waker;
 use shared::{files, listener, log, trace};
 
 use connection::Connection;
-use event_loop::{EventLoop, Handler, Interest, Token};
+use event_loop::{EventLoop, Handler};
 use fs::Files;
+use poll_backend::{Interest, Token};
 use promise::Promise;
 use timers::TimerId;
 
@@ -63,7 +64,7 @@ fn main() {
     let signals = Signals::install();
     // Non-blocking: `accept` answers `WouldBlock` instead of waiting when nobody is there.
     let listener = listener::listen(&config, true);
-    let files = Files::new(config.workers, config.queue_limit, config.fs_delay);
+    let files = Files::new(config.workers, config.fs_delay);
     let files = files.unwrap_or_else(|error| {
         log!("ch06-thread-pool: cannot start the thread pool: {error}");
         std::process::exit(1);
@@ -83,7 +84,7 @@ fn main() {
     event_loop.register(signals, Interest::READABLE);
     server.listener = Some(event_loop.register(listener, Interest::READABLE));
     event_loop.add_timer(Duration::from_secs(1), refresh_date);
-    event_loop.register(server.files.pool.waker(), Interest::READABLE);
+    event_loop.register(server.files.pool.doorbell(), Interest::READABLE);
     // The loop: turn until a graceful shutdown is over (see `Signals::on_readable`).
     loop {
         let timeout = match server.shutdown_deadline {
@@ -206,14 +207,14 @@ impl Handler<Server> for Signals {
 }
 // ANCHOR_END: shutdown
 
-// ANCHOR: pool_waker
-/// The thread pool's waker, as a handler: readable when jobs have finished.
-impl Handler<Server> for Arc<Waker> {
+// ANCHOR: doorbell
+/// The thread pool's doorbell, as a handler: readable when jobs have finished.
+impl Handler<Server> for Arc<SelfPipe> {
     fn on_readable(&mut self, _: &mut EventLoop<Server>, _: Token, server: &mut Server) {
         server.files.settle_finished();
     }
 }
-// ANCHOR_END: pool_waker
+// ANCHOR_END: doorbell
 
 /// Formats the `Date` header anew, once a second (nginx caches it too). A timer that sets
 /// the next one is a periodic timer; each beat comes a little late, which a date does not mind.

@@ -17,7 +17,7 @@ use std::any::Any;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::AsFd;
 use std::panic::{self, AssertUnwindSafe};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -27,26 +27,8 @@ use shared::{log, trace};
 
 use crate::epoll_backend::EpollBackend;
 use crate::poll_backend::PollBackend;
+use crate::poller::{Interest, Poller, Token};
 use crate::timers::{TimerId, Timers};
-
-/// Names one registration. Tokens are never reused, so an old token can never name a newer
-/// registration by mistake: it names nothing. (mio calls it the same.)
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Token(pub u64);
-
-/// What a registration waits for: the two questions `poll` answers, "may I read without
-/// waiting?" and "may I write without waiting?".
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Interest {
-    pub readable: bool,
-    pub writable: bool,
-}
-
-impl Interest {
-    /// Wait for nothing for now; the registration stays.
-    pub const NONE: Interest = Interest { readable: false, writable: false };
-    pub const READABLE: Interest = Interest { readable: true, writable: false };
-}
 
 // ANCHOR: handler
 /// What the loop calls back. A handler owns its socket and lends it to the loop (`AsFd`).
@@ -70,38 +52,6 @@ pub trait Handler<S>: AsFd + Any {
     }
 }
 // ANCHOR_END: handler
-
-// ANCHOR: poller
-/// One thing the kernel reported: this registration is ready to read and/or to write.
-pub struct Event {
-    pub token: Token,
-    pub readable: bool,
-    pub writable: bool,
-}
-
-/// New in chapter 7: the kernel's side of the loop, one implementation per mechanism, as
-/// Redis has `ae_epoll.c` and `ae_select.c` behind the same four functions. A mechanism
-/// that keeps its list of sockets in the kernel (epoll) is told when a registration
-/// comes, changes or goes; one handed the whole list on every wait (poll) needs nothing,
-/// which is what these three do unless a backend says otherwise.
-pub trait Poller {
-    fn add(&mut self, _fd: BorrowedFd, _token: Token, _interest: Interest) -> io::Result<()> {
-        Ok(())
-    }
-    fn modify(&mut self, _fd: BorrowedFd, _token: Token, _interest: Interest) -> io::Result<()> {
-        Ok(())
-    }
-    fn delete(&mut self, _fd: BorrowedFd) -> io::Result<()> {
-        Ok(())
-    }
-    /// Waits until something is ready or `timeout` passes. `watched` is the loop's whole
-    /// list of registrations, for a mechanism that needs it on every wait.
-    fn wait(
-        &mut self, watched: &mut dyn Iterator<Item = (Token, BorrowedFd<'_>, Interest)>,
-        timeout: Option<Duration>,
-    ) -> io::Result<Vec<Event>>;
-}
-// ANCHOR_END: poller
 
 struct Registration<S> {
     interest: Interest,

@@ -12,6 +12,7 @@ mod epoll_backend;
 mod event_loop;
 mod fs;
 mod poll_backend;
+mod poller;
 mod promise;
 mod thread_pool;
 mod timers;
@@ -25,13 +26,14 @@ use std::time::{Duration, Instant};
 use shared::app::{self, Action, Context, Stats};
 use shared::args::{Config, Extra};
 use shared::http::{self, date, Response};
+use shared::self_pipe::SelfPipe;
 use shared::signals::Signals;
-use shared::waker::Waker;
 use shared::{files, listener, log, trace};
 
 use connection::Connection;
-use event_loop::{EventLoop, Handler, Interest, Token};
+use event_loop::{EventLoop, Handler};
 use fs::Files;
+use poller::{Interest, Token};
 use promise::Promise;
 use timers::TimerId;
 
@@ -66,7 +68,7 @@ fn main() {
     let signals = Signals::install();
     // Non-blocking: `accept` answers `WouldBlock` instead of waiting when nobody is there.
     let listener = listener::listen(&config, true);
-    let files = Files::new(config.workers, config.queue_limit, config.fs_delay);
+    let files = Files::new(config.workers, config.fs_delay);
     let files = files.unwrap_or_else(|error| fail("start the thread pool", error));
     let mut server = Server {
         config,
@@ -85,7 +87,7 @@ fn main() {
     watch(event_loop.register(signals, Interest::READABLE));
     server.listener = Some(watch(event_loop.register(listener, Interest::READABLE)));
     event_loop.add_timer(Duration::from_secs(1), refresh_date);
-    watch(event_loop.register(server.files.pool.waker(), Interest::READABLE));
+    watch(event_loop.register(server.files.pool.doorbell(), Interest::READABLE));
     // The loop: turn until a graceful shutdown is over (see `Signals::on_readable`).
     loop {
         let timeout = match server.shutdown_deadline {
@@ -213,14 +215,14 @@ impl Handler<Server> for Signals {
 }
 // ANCHOR_END: shutdown
 
-// ANCHOR: pool_waker
-/// The thread pool's waker, as a handler: readable when jobs have finished.
-impl Handler<Server> for Arc<Waker> {
+// ANCHOR: doorbell
+/// The thread pool's doorbell, as a handler: readable when jobs have finished.
+impl Handler<Server> for Arc<SelfPipe> {
     fn on_readable(&mut self, _: &mut EventLoop<Server>, _: Token, server: &mut Server) {
         server.files.settle_finished();
     }
 }
-// ANCHOR_END: pool_waker
+// ANCHOR_END: doorbell
 
 /// Formats the `Date` header anew, once a second (nginx caches it too). A timer that sets
 /// the next one is a periodic timer; each beat comes a little late, which a date does not mind.

@@ -8,11 +8,11 @@ use std::io;
 use std::os::fd::BorrowedFd;
 use std::time::Duration;
 
-use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::poll::{poll, PollFd, PollFlags};
 
 use shared::trace;
 
-use crate::event_loop::{Event, Interest, Poller, Token};
+use crate::poller::{milliseconds, Event, Interest, Poller, Token};
 
 /// `poll` as a [`Poller`]: it keeps no list, so there is nothing to tell it when a
 /// registration comes, changes or goes (the trait's `add`, `modify` and `delete` do
@@ -66,12 +66,3 @@ pub fn wait<'fd>(
     Ok(events)
 }
 // ANCHOR_END: wait
-
-/// `None` waits as long as it takes; past the kernel's range (24 days), as long as it may.
-/// `poll` and `epoll_wait` count whole milliseconds: rounded *up*, or the loop would wake
-/// just before a timer is due, find nothing to do, and wait again with a zero timeout.
-pub fn milliseconds(timeout: Option<Duration>) -> PollTimeout {
-    timeout.map_or(PollTimeout::NONE, |timeout| {
-        PollTimeout::try_from(timeout.as_nanos().div_ceil(1_000_000)).unwrap_or(PollTimeout::MAX)
-    })
-}

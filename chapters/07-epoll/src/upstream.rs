@@ -14,7 +14,8 @@ use shared::http::Response;
 use shared::trace;
 use shared::upstream::{self, ResponseReader, UpstreamParse};
 
-use crate::event_loop::{EventLoop, Handler, Interest, Token};
+use crate::event_loop::{EventLoop, Handler};
+use crate::poller::{Interest, Token};
 use crate::promise::{self, race, Deferred, Outcome, Promise};
 use crate::timers::TimerId;
 

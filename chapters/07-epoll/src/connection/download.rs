@@ -7,8 +7,9 @@ use std::fs::File;
 use shared::files;
 
 use super::{Connection, State};
-use crate::event_loop::{EventLoop, Token};
+use crate::event_loop::EventLoop;
 use crate::fs::Chunk;
+use crate::poller::Token;
 use crate::promise::Outcome;
 use crate::Server;
 
