@@ -4,7 +4,7 @@
 //!   callbacks) and an [`Interest`] (readable, writable, both), and returns a [`Token`].
 //! - [`EventLoop::set_interest`] changes what to wait for; [`EventLoop::deregister`] ends
 //!   the registration, which drops the handler and so closes its socket.
-//! - [`EventLoop::add_timer`] runs a job after a delay; [`EventLoop::cancel_timer`] stops
+//! - [`EventLoop::add_timer`] runs a callback after a delay; [`EventLoop::cancel_timer`] stops
 //!   it. New in chapter 4: the loop waits for time as well as for sockets (`timers.rs`).
 //! - [`EventLoop::turn`] waits in `poll` (`poll_backend.rs`), then runs the callbacks of
 //!   the sockets that are ready and the timers that are due, like `aeProcessEvents`.
@@ -54,12 +54,12 @@ pub struct EventLoop<S> {
     /// In token order: each turn serves the oldest first, and runs repeat exactly.
     registrations: BTreeMap<Token, Registration<S>>,
     next_token: u64,
-    timers: Timers<Job<S>>,
+    timers: Timers<Callback<S>>,
     turns: u64,
 }
 
-/// Work the loop runs later (a timer's job), with the loop and the state lent to it.
-pub type Job<S> = Box<dyn FnOnce(&mut EventLoop<S>, &mut S)>;
+/// Code the loop runs later (a timer's callback), with the loop and the state lent to it.
+pub type Callback<S> = Box<dyn FnOnce(&mut EventLoop<S>, &mut S)>;
 
 impl<S: 'static> EventLoop<S> {
     pub fn new() -> EventLoop<S> {
@@ -147,13 +147,13 @@ impl<S: 'static> EventLoop<S> {
             }
         }
 
-        // 3. Run the timers that are due, soonest first. One that a job adds now is due after
-        //    `now` (the clock has moved on), so a job that re-arms itself cannot keep us here.
+        // 3. Run the timers that are due, soonest first. One that a callback adds now is due
+        //    after `now` (the clock has moved on): a callback that re-arms itself cannot keep us here.
         let now = Instant::now();
-        while let Some(job) = self.timers.pop_due(now) {
+        while let Some(callback) = self.timers.pop_due(now) {
             trace!("timer fired");
-            if panic::catch_unwind(AssertUnwindSafe(|| job(self, state))).is_err() {
-                log!("a timer's job panicked");
+            if panic::catch_unwind(AssertUnwindSafe(|| callback(self, state))).is_err() {
+                log!("a timer's callback panicked");
             }
         }
         Ok(())
@@ -224,11 +224,11 @@ impl<S: 'static> EventLoop<S> {
     // ANCHOR_END: with_handler
 
     // ANCHOR: timer_api
-    /// Runs `job` once `delay` has passed, unless the timer is cancelled first.
+    /// Runs `callback` once `delay` has passed, unless the timer is cancelled first.
     pub fn add_timer(
-        &mut self, delay: Duration, job: impl FnOnce(&mut EventLoop<S>, &mut S) + 'static,
+        &mut self, delay: Duration, callback: impl FnOnce(&mut EventLoop<S>, &mut S) + 'static,
     ) -> TimerId {
-        self.timers.add(Instant::now() + delay, Box::new(job))
+        self.timers.add(Instant::now() + delay, Box::new(callback))
     }
 
     /// Stops a timer so that it never fires. `false` if it has fired or was cancelled.

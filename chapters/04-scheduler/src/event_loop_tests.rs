@@ -266,7 +266,7 @@ fn a_timer_reaches_its_handler_and_is_skipped_once_the_handler_is_gone() {
 }
 
 #[test]
-fn a_panicking_timer_job_costs_nothing_else() {
+fn a_panicking_timer_callback_costs_nothing_else() {
     let mut event_loop = EventLoop::new();
     let mut state = State::default();
     event_loop

@@ -238,7 +238,7 @@ fn run_app(
         Action::Sleep { ms } => {
             let timer =
                 event_loop.add_timer(Duration::from_millis(ms), move |event_loop, server| {
-                    Connection::answer(event_loop, server, token, app::slept(ms))
+                    Connection::answer(event_loop, token, server, app::slept(ms))
                 });
             Reply::Later(Effect::Sleep(timer))
         }
@@ -247,7 +247,7 @@ fn run_app(
         }
         Action::Upstream { address, path_and_query } => {
             let fetched = move |response, event_loop: &mut _, server: &mut _| {
-                Connection::answer(event_loop, server, token, response)
+                Connection::answer(event_loop, token, server, response)
             };
             match upstream::fetch(event_loop, address, &path_and_query, fetched) {
                 Ok((socket, timeout)) => Reply::Later(Effect::Upstream { socket, timeout }),

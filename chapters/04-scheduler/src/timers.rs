@@ -3,7 +3,7 @@
 //! They do no waiting themselves. The loop asks them on every turn when the nearest
 //! deadline is ([`Timers::next_deadline`]: how long `poll` may sleep), and, once awake,
 //! which timers are due ([`Timers::pop_due`]). A timer carries a payload, handed back when
-//! it fires: for the loop, a job. Time is always an `Instant`, the monotonic clock: the
+//! it fires: for the loop, a callback. Time is always an `Instant`, the monotonic clock: the
 //! wall clock can be set backwards, and Redis, which once used it, then fired every timer.
 
 use std::cmp::Reverse;

@@ -260,7 +260,7 @@ fn run_app(
 fn answer_later(token: Token, answer: Promise<Response, Server>) {
     answer.on_settled(move |outcome, event_loop, server| {
         let response = outcome.unwrap_or_else(|error| error);
-        Connection::answer(event_loop, server, token, response);
+        Connection::answer(event_loop, token, server, response);
     });
 }
 // ANCHOR_END: run_app

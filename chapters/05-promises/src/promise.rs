@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use shared::http::Response;
 
-use crate::event_loop::{EventLoop, Job};
+use crate::event_loop::{Callback, EventLoop};
 use crate::timers::TimerId;
 
 /// What a promise settles to: a value, or the response to send instead.
@@ -37,7 +37,7 @@ pub type Outcome<T> = Result<T, Response>;
 type Step<T, S> = Box<dyn FnOnce(Outcome<T>, &mut EventLoop<S>, &mut S)>;
 
 /// The loop's ready queue, held weakly: a queued step (holding promises) must not keep it alive.
-type Ready<S> = Weak<RefCell<VecDeque<Job<S>>>>;
+type Ready<S> = Weak<RefCell<VecDeque<Callback<S>>>>;
 
 // ANCHOR: slot
 /// Where a Deferred and its Promise meet: the Deferred leaves the outcome, the Promise the
@@ -164,7 +164,7 @@ pub fn settled<T: 'static, S: 'static>(
 
 // ANCHOR: race
 /// A promise that settles as whichever of `first` and `second` settles first. The loser is
-/// not stopped (a promise cannot be cancelled): that is the caller's job.
+/// not stopped (a promise cannot be cancelled): that is up to the caller.
 pub fn race<T: 'static, S: 'static>(first: Promise<T, S>, second: Promise<T, S>) -> Promise<T, S> {
     let (winner, promise) = Deferred::with_queue(first.ready());
     let winner = Rc::new(RefCell::new(Some(winner)));
@@ -181,7 +181,7 @@ pub fn race<T: 'static, S: 'static>(first: Promise<T, S>, second: Promise<T, S>)
 // ANCHOR_END: race
 
 // ANCHOR: delay
-/// A promise that resolves after `delay`: a timer whose job resolves it. Cancelling the
+/// A promise that resolves after `delay`: a timer whose callback resolves it. Cancelling the
 /// timer drops the Deferred, which rejects the promise.
 pub fn delay<S: 'static>(
     event_loop: &mut EventLoop<S>, delay: Duration,

@@ -273,7 +273,7 @@ fn run_app(
                     Ok(chunk) => (files::streamed_response(&path, chunk.length), Some(chunk)),
                     Err(response) => (response, None),
                 };
-                Connection::answer(event_loop, server, token, response, first);
+                Connection::answer(event_loop, token, server, response, first);
             });
             Reply::Later(Effect::ReadFile)
         }
@@ -294,7 +294,7 @@ fn run_app(
 fn answer_later(token: Token, answer: Promise<Response, Server>) {
     answer.on_settled(move |outcome, event_loop, server| {
         let response = outcome.unwrap_or_else(|error| error);
-        Connection::answer(event_loop, server, token, response, None);
+        Connection::answer(event_loop, token, server, response, None);
     });
 }
 // ANCHOR_END: run_app

@@ -21,11 +21,11 @@ use shared::trace;
 pub struct JobId(u64);
 
 /// A job: a blocking call, and what it returns.
-type Work<R> = Box<dyn FnOnce() -> R + Send>;
+type Job<R> = Box<dyn FnOnce() -> R + Send>;
 
 /// What the workers share, under one lock: the jobs queued, and how many are running.
 struct Queue<R> {
-    queued: VecDeque<(JobId, Work<R>)>,
+    queued: VecDeque<(JobId, Job<R>)>,
     running: usize,
 }
 

@@ -71,8 +71,8 @@ pub struct Connection {
     discarded: usize,
     /// Lingering: since when the client has sent nothing (see `deadline`).
     quiet_since: Instant,
-    /// A request whose answer comes later, and how to frame that answer.
-    waiting: Option<(Effect, Framing)>,
+    /// The effect a request waits on (its answer comes later), and how to frame that answer.
+    effect: Option<(Effect, Framing)>,
     /// Its timeouts count from here: connect, output given or taken, or a next request begun.
     since: Instant,
     /// It has had an answer: idle now, it is kept alive, no longer new.
@@ -94,7 +94,7 @@ impl Connection {
             peer_closed: false,
             discarded: 0,
             quiet_since: Instant::now(),
-            waiting: None,
+            effect: None,
             since: Instant::now(),
             kept_alive: false,
             deadline_timer: None,
@@ -115,7 +115,7 @@ impl Connection {
         // Readable, always (that is how we learn a client left), except after end-of-file,
         // which stays "readable" forever (a busy loop), and while much output waits or many
         // requests queue behind a waiting one: not reading pushes back on the client.
-        let busy = self.waiting.is_some() || self.download.is_some();
+        let busy = self.effect.is_some() || self.download.is_some();
         let queue_full = busy && self.received.len() > MAX_PENDING_OUTPUT;
         let readable =
             !self.peer_closed && self.pending_output() <= MAX_PENDING_OUTPUT && !queue_full;
@@ -169,7 +169,7 @@ impl Connection {
     ) {
         let mut start = 0; // where the next unanswered request begins in `received`
         while self.state == State::Reading
-            && self.waiting.is_none()
+            && self.effect.is_none()
             && self.download.is_none()
             && self.pending_output() <= MAX_PENDING_OUTPUT
         {
@@ -181,7 +181,7 @@ impl Connection {
                         Reply::Now(response) => self.respond(&response, framing, server),
                         // The answer comes later, through `answer`; the requests pipelined
                         // behind it wait in `received`, so the answers still go out in order.
-                        Reply::Later(effect) => self.waiting = Some((effect, framing)),
+                        Reply::Later(effect) => self.effect = Some((effect, framing)),
                     }
                 }
                 // After a framing error we cannot tell where a next request would begin,
@@ -275,7 +275,7 @@ impl Connection {
         let no_more =
             self.peer_closed || (server.shutdown_deadline.is_some() && self.received.is_empty());
         if self.state == State::Reading
-            && self.waiting.is_none()
+            && self.effect.is_none()
             && self.download.is_none()
             && self.pending_output() == 0
             && no_more
@@ -315,7 +315,7 @@ impl Connection {
             let quiet = self.quiet_since + LINGER_QUIET;
             return Some(quiet.min(self.since + config.keep_alive_timeout));
         }
-        let limit = if self.waiting.is_some() || self.reading_file() {
+        let limit = if self.effect.is_some() || self.reading_file() {
             return None;
         } else if self.pending_output() > 0 {
             config.send_timeout // it must take our output
@@ -327,7 +327,7 @@ impl Connection {
         Some(self.since + limit)
     }
 
-    /// The deadline timer fired (from `after_event`'s timer job).
+    /// The deadline timer fired (from `after_event`'s timer).
     fn on_deadline(
         &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
     ) {
@@ -350,17 +350,17 @@ impl Connection {
     // ANCHOR_END: deadline
 
     /// Hands the late answer (from a timer, the upstream) to the connection `token`, for
-    /// the request that was `waiting`, if the connection is still open.
+    /// the request whose `effect` it was, if the connection is still open.
     /// New in chapter 6: a file's head comes with its `first` chunk; the rest follows.
     pub fn answer(
-        event_loop: &mut EventLoop<Server>, server: &mut Server, token: Token, response: Response,
+        event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server, response: Response,
         first: Option<Chunk>,
     ) {
         event_loop.with_handler(
             token,
             server,
             |connection: &mut Connection, event_loop, token, server| {
-                let Some((effect, framing)) = connection.waiting.take() else { return };
+                let Some((effect, framing)) = connection.effect.take() else { return };
                 // Stop what is left of it: the upstream's 504 timer, say.
                 effect.cancel(event_loop, server);
                 connection.respond(&response, framing, server);
@@ -403,7 +403,7 @@ impl Handler<Server> for Connection {
         if let Some((_, timer)) = self.deadline_timer.take() {
             event_loop.cancel_timer(timer);
         }
-        if let Some((effect, _)) = self.waiting.take() {
+        if let Some((effect, _)) = self.effect.take() {
             effect.cancel(event_loop, server);
         }
         server.connection_closed(event_loop);
@@ -412,7 +412,7 @@ impl Handler<Server> for Connection {
     fn is_idle(&self) -> bool {
         self.state == State::Reading
             && self.received.is_empty()
-            && self.waiting.is_none()
+            && self.effect.is_none()
             && self.download.is_none()
             && self.pending_output() == 0
     }

@@ -4,14 +4,14 @@
 //!   callbacks) and an [`Interest`] (readable, writable, both), and returns a [`Token`].
 //! - [`EventLoop::set_interest`] changes what to wait for; [`EventLoop::deregister`] ends
 //!   the registration, which drops the handler and so closes its socket.
-//! - [`EventLoop::add_timer`] runs a job after a delay; [`EventLoop::cancel_timer`] stops
+//! - [`EventLoop::add_timer`] runs a callback after a delay; [`EventLoop::cancel_timer`] stops
 //!   it. Since chapter 4 the loop waits for time as well as for sockets (`timers.rs`).
-//! - New in chapter 5, the ready queue: jobs that are ready to run, put there by promises
+//! - New in chapter 5, the ready queue: callbacks that are ready to run, put there by promises
 //!   when they settle (`promise.rs`), and run once a turn.
 //! - New in chapter 7, the kernel's side of the loop is a [`Poller`], one per mechanism:
 //!   `epoll_backend.rs` (the default) or `poll_backend.rs` (`--backend poll`).
 //! - [`EventLoop::turn`] waits in the poller, then runs the callbacks of the sockets that
-//!   are ready, the timers that are due and the ready jobs.
+//!   are ready, the timers that are due and the ready callbacks.
 
 use std::any::Any;
 use std::cell::RefCell;
@@ -67,17 +67,17 @@ pub struct EventLoop<S> {
     /// in an order of its own).
     registrations: BTreeMap<Token, Registration<S>>,
     next_token: u64,
-    timers: Timers<Job<S>>,
-    /// Jobs ready to run on the next turn. Promises hold it too (see `ready_queue`).
+    timers: Timers<Callback<S>>,
+    /// Callbacks ready to run on the next turn. Promises hold it too (see `ready_queue`).
     ready: ReadyQueue<S>,
     turns: u64,
 }
 
-/// Work the loop runs later (a timer's job, a promise's step), lending it the loop and state.
-pub type Job<S> = Box<dyn FnOnce(&mut EventLoop<S>, &mut S)>;
+/// Code the loop runs later (a timer's, a promise's next step), lending it the loop and state.
+pub type Callback<S> = Box<dyn FnOnce(&mut EventLoop<S>, &mut S)>;
 
 /// The ready queue, shared by the loop and the promises that add to it.
-pub type ReadyQueue<S> = Rc<RefCell<VecDeque<Job<S>>>>;
+pub type ReadyQueue<S> = Rc<RefCell<VecDeque<Callback<S>>>>;
 
 impl<S: 'static> EventLoop<S> {
     // ANCHOR: registrations
@@ -174,7 +174,7 @@ impl<S: 'static> EventLoop<S> {
         let next_timer = self.timers.next_deadline();
         let until_timer = next_timer.map(|at| at.saturating_duration_since(Instant::now()));
         let timeout = match (timeout, until_timer) {
-            _ if !self.ready.borrow().is_empty() => Some(Duration::ZERO), // jobs are waiting
+            _ if !self.ready.borrow().is_empty() => Some(Duration::ZERO), // callbacks are ready
             (Some(limit), Some(until_timer)) => Some(limit.min(until_timer)),
             (limit, until_timer) => limit.or(until_timer),
         };
@@ -200,28 +200,28 @@ impl<S: 'static> EventLoop<S> {
             }
         }
 
-        // 3. Run the timers that are due, soonest first. One that a job adds now is due after
-        //    `now` (the clock has moved on), so a job that re-arms itself cannot keep us here.
+        // 3. Run the timers that are due, soonest first. One that a callback adds now is due
+        //    after `now` (the clock has moved on): a callback that re-arms itself cannot keep us here.
         let now = Instant::now();
-        while let Some(job) = self.timers.pop_due(now) {
+        while let Some(callback) = self.timers.pop_due(now) {
             trace!("timer fired");
-            self.run_job(job, state);
+            self.run_callback(callback, state);
         }
 
-        // 4. Run the jobs in the ready queue: the next steps of promises that settled.
+        // 4. Run the callbacks in the ready queue: the next steps of promises that settled.
         //    Only those ready now: the steps they make ready wait for the next turn (which
         //    does not sleep, see 1), so that a long chain cannot keep us from the sockets.
         let ready = std::mem::take(&mut *self.ready.borrow_mut());
-        for job in ready {
-            self.run_job(job, state);
+        for callback in ready {
+            self.run_callback(callback, state);
         }
         Ok(())
     }
 
-    /// Runs one job. Each on its own: if it panics, the others still run.
-    fn run_job(&mut self, job: Job<S>, state: &mut S) {
-        if panic::catch_unwind(AssertUnwindSafe(|| job(self, state))).is_err() {
-            log!("a job panicked");
+    /// Runs one callback. Each on its own: if it panics, the others still run.
+    fn run_callback(&mut self, callback: Callback<S>, state: &mut S) {
+        if panic::catch_unwind(AssertUnwindSafe(|| callback(self, state))).is_err() {
+            log!("a callback panicked");
         }
     }
     // ANCHOR_END: turn
@@ -296,11 +296,11 @@ impl<S: 'static> EventLoop<S> {
     // ANCHOR_END: with_handler
 
     // ANCHOR: timer_api
-    /// Runs `job` once `delay` has passed, unless the timer is cancelled first.
+    /// Runs `callback` once `delay` has passed, unless the timer is cancelled first.
     pub fn add_timer(
-        &mut self, delay: Duration, job: impl FnOnce(&mut EventLoop<S>, &mut S) + 'static,
+        &mut self, delay: Duration, callback: impl FnOnce(&mut EventLoop<S>, &mut S) + 'static,
     ) -> TimerId {
-        self.timers.add(Instant::now() + delay, Box::new(job))
+        self.timers.add(Instant::now() + delay, Box::new(callback))
     }
 
     /// Stops a timer so that it never fires. `false` if it has fired or was cancelled.

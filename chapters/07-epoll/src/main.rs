@@ -83,11 +83,12 @@ fn main() {
     // ANCHOR: wiring
     let event_loop = EventLoop::new(server.config.backend);
     let mut event_loop = event_loop.unwrap_or_else(|error| fail("start the event loop", error));
-    let watch = |registered: io::Result<Token>| registered.unwrap_or_else(|e| fail("register", e));
-    watch(event_loop.register(signals, Interest::READABLE));
-    server.listener = Some(watch(event_loop.register(listener, Interest::READABLE)));
+    let or_fail =
+        |registered: io::Result<Token>| registered.unwrap_or_else(|e| fail("register", e));
+    or_fail(event_loop.register(signals, Interest::READABLE));
+    server.listener = Some(or_fail(event_loop.register(listener, Interest::READABLE)));
     event_loop.add_timer(Duration::from_secs(1), refresh_date);
-    watch(event_loop.register(server.files.pool.doorbell(), Interest::READABLE));
+    or_fail(event_loop.register(server.files.pool.doorbell(), Interest::READABLE));
     // The loop: turn until a graceful shutdown is over (see `Signals::on_readable`).
     loop {
         let timeout = match server.shutdown_deadline {
@@ -281,7 +282,7 @@ fn run_app(
                     Ok(chunk) => (files::streamed_response(&path, chunk.length), Some(chunk)),
                     Err(response) => (response, None),
                 };
-                Connection::answer(event_loop, server, token, response, first);
+                Connection::answer(event_loop, token, server, response, first);
             });
             Reply::Later(Effect::ReadFile)
         }
@@ -302,7 +303,7 @@ fn run_app(
 fn answer_later(token: Token, answer: Promise<Response, Server>) {
     answer.on_settled(move |outcome, event_loop, server| {
         let response = outcome.unwrap_or_else(|error| error);
-        Connection::answer(event_loop, server, token, response, None);
+        Connection::answer(event_loop, token, server, response, None);
     });
 }
 // ANCHOR_END: run_app
