@@ -71,10 +71,6 @@ impl Connection {
         }
     }
 
-    pub fn is_done(&self) -> bool {
-        self.state == State::Done
-    }
-
     // ANCHOR: reading
     fn pending_output(&self) -> usize {
         self.out.len() - self.written
@@ -230,11 +226,11 @@ impl Connection {
         if self.state == State::Lingering && server.shutdown_deadline.is_some() {
             self.state = State::Done;
         }
-        if self.is_done() {
+        if self.state == State::Done {
             event_loop.deregister(token, server); // we are dropped once this callback returns
-        } else {
-            event_loop.set_interest(token, self.interest());
+            return;
         }
+        event_loop.set_interest(token, self.interest());
     }
     // ANCHOR_END: after_event
 

@@ -97,10 +97,6 @@ impl Connection {
         }
     }
 
-    pub fn is_done(&self) -> bool {
-        self.state == State::Done
-    }
-
     fn pending_output(&self) -> usize {
         self.out.len() - self.written
     }
@@ -274,7 +270,7 @@ impl Connection {
         {
             self.state = State::Done;
         }
-        if self.is_done() {
+        if self.state == State::Done {
             event_loop.deregister(token, server); // we are dropped once this callback returns
             return;
         }

@@ -97,13 +97,10 @@ impl<S: 'static> EventLoop<S> {
     /// Deregisters every idle handler: the first step of a graceful shutdown, as nginx's
     /// `ngx_close_idle_connections` does. The busy ones are left to finish.
     pub fn close_idle(&mut self, state: &mut S) {
-        let mut idle = Vec::new();
-        for (&token, registration) in &self.registrations {
-            if registration.handler.as_ref().is_some_and(|handler| handler.is_idle()) {
-                idle.push(token);
-            }
-        }
-        for token in idle {
+        let idle = self.registrations.iter().filter(|(_, registration)| {
+            registration.handler.as_ref().is_some_and(|handler| handler.is_idle())
+        });
+        for token in idle.map(|(&token, _)| token).collect::<Vec<_>>() {
             self.deregister(token, state);
         }
     }

@@ -94,10 +94,8 @@ fn main() {
         let timeout = match server.shutdown_deadline {
             None => None,                                     // serving: wait as long as it takes
             Some(_) if server.connections_open == 0 => break, // shut down: nothing left to do
-            Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
-                Some(left) => Some(left),
-                None => break, // out of patience with the connections left
-            },
+            Some(deadline) if deadline <= Instant::now() => break, // out of patience with the rest
+            Some(deadline) => Some(deadline.saturating_duration_since(Instant::now())),
         };
         if let Err(error) = event_loop.turn(timeout, &mut server) {
             fail("wait", error);
