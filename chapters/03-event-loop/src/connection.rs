@@ -30,7 +30,7 @@ use crate::Server;
 const MAX_DISCARD: usize = 1024 * 1024;
 
 /// Unsent output above which we stop reading and answering this client (backpressure).
-const MAX_PENDING_OUTPUT: usize = 1024 * 1024;
+const MAX_PENDING: usize = 1024 * 1024;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -76,12 +76,17 @@ impl Connection {
         self.out.len() - self.written
     }
 
+    /// Nothing owed to the client: every request read so far is answered, and sent.
+    fn owes_nothing(&self) -> bool {
+        self.state == State::Reading && self.pending_output() == 0
+    }
+
     /// What the loop should watch for on this socket.
     pub fn interest(&self) -> Interest {
         // Readable, always: that is also how we learn that a client went away. Except after
         // end-of-file, which stays "readable" forever (a busy loop), and while much output
         // waits: not reading pushes back on a client that never reads our answers.
-        let readable = !self.peer_closed && self.pending_output() <= MAX_PENDING_OUTPUT;
+        let readable = !self.peer_closed && self.pending_output() <= MAX_PENDING;
         // Writable only with something to write: asking always would wake us every turn too.
         Interest { readable, writable: self.pending_output() > 0 }
     }
@@ -126,7 +131,7 @@ impl Connection {
     /// requests that arrived together get their answers in one `write`, usually.
     fn try_respond(&mut self, event_loop: &EventLoop<Server>, server: &mut Server) {
         let mut start = 0; // where the next unanswered request begins in `received`
-        while self.state == State::Reading && self.pending_output() <= MAX_PENDING_OUTPUT {
+        while self.state == State::Reading && self.pending_output() <= MAX_PENDING {
             match http::parse(&self.received[start..]) {
                 Parse::Complete { request, consumed } => {
                     start += consumed;
@@ -200,10 +205,9 @@ impl Connection {
         }
     }
 
-    /// Closes without losing the response. Closing while the client is still sending (a
-    /// pipelined request, a rejected body) makes the kernel send a reset, which can destroy
-    /// the response unread. So we shut our side, wait for the client to close its own
-    /// (throwing away what still comes), then close: nginx's "lingering close".
+    /// Closes without losing the response: closing while the client still sends (a pipelined
+    /// request, a rejected body) makes the kernel send a reset, which can destroy the answer
+    /// unread. So, nginx's "lingering close": shut our side; close once the client closes.
     fn start_lingering(&mut self) {
         let _ = self.stream.shutdown(Shutdown::Write);
         self.state = if self.peer_closed { State::Done } else { State::Lingering };
@@ -219,7 +223,7 @@ impl Connection {
         // can come), or if we are shutting down and no request has begun.
         let no_more =
             self.peer_closed || (server.shutdown_deadline.is_some() && self.received.is_empty());
-        if self.state == State::Reading && self.pending_output() == 0 && no_more {
+        if self.owes_nothing() && no_more {
             self.state = State::Done;
         }
         // A lingering one too, during a shutdown: it counts as idle (see `is_idle`).
@@ -264,8 +268,7 @@ impl Handler<Server> for Connection {
     }
 
     fn is_idle(&self) -> bool {
-        let between_requests =
-            self.state == State::Reading && self.received.is_empty() && self.pending_output() == 0;
+        let between_requests = self.owes_nothing() && self.received.is_empty();
         // Lingering too: until chapter 4's timers bound lingering, a client that keeps its
         // socket open after its last answer would hold a shutdown for the grace period.
         between_requests || self.state == State::Lingering

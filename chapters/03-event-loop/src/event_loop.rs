@@ -145,12 +145,9 @@ impl<S> EventLoop<S> {
             return;
         }
         trace!("token {} {}", token.0, if readable { "readable" } else { "writable" });
-        self.lend(token, state, |handler, event_loop, state| {
-            if readable {
-                handler.on_readable(event_loop, token, state)
-            } else {
-                handler.on_writable(event_loop, token, state)
-            }
+        self.lend(token, state, |handler, event_loop, state| match readable {
+            true => handler.on_readable(event_loop, token, state),
+            false => handler.on_writable(event_loop, token, state),
         });
     }
 
@@ -164,9 +161,8 @@ impl<S> EventLoop<S> {
         else {
             return; // gone, or lent already (its own callback is running)
         };
-        // A bug that panics while serving one client must not take the others down with it.
-        // `catch_unwind` stops the panic here (the hook has printed its message), and we
-        // close that registration: nothing half-updated is used again (`AssertUnwindSafe`).
+        // A panic serving one client must not take the others down: `catch_unwind` stops it
+        // here (the hook printed it), and we close that registration, never to use it again.
         let outcome = panic::catch_unwind(AssertUnwindSafe(|| f(&mut *handler, self, state)));
         if outcome.is_err() {
             log!("token {}: a callback panicked; closing it", token.0);

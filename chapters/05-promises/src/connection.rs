@@ -39,7 +39,7 @@ const MAX_DISCARD: usize = 1024 * 1024;
 const LINGER_QUIET: Duration = Duration::from_millis(500);
 
 /// Unsent output above which we stop reading and answering this client (backpressure).
-const MAX_PENDING_OUTPUT: usize = 1024 * 1024;
+const MAX_PENDING: usize = 1024 * 1024;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -99,14 +99,23 @@ impl Connection {
         self.out.len() - self.written
     }
 
+    /// A request is being answered later (see `effect`): those pipelined behind it wait.
+    fn busy(&self) -> bool {
+        self.effect.is_some()
+    }
+
+    /// Nothing owed to the client: every request read so far is answered, and sent.
+    fn owes_nothing(&self) -> bool {
+        self.state == State::Reading && !self.busy() && self.pending_output() == 0
+    }
+
     /// What the loop should watch for on this socket.
     pub fn interest(&self) -> Interest {
         // Readable, always (that is how we learn a client left), except after end-of-file,
         // which stays "readable" forever (a busy loop), and while much output waits or many
         // requests queue behind a waiting one: not reading pushes back on the client.
-        let queue_full = self.effect.is_some() && self.received.len() > MAX_PENDING_OUTPUT;
-        let readable =
-            !self.peer_closed && self.pending_output() <= MAX_PENDING_OUTPUT && !queue_full;
+        let queue_full = self.busy() && self.received.len() > MAX_PENDING;
+        let readable = !self.peer_closed && self.pending_output() <= MAX_PENDING && !queue_full;
         // Writable only with something to write: asking always would wake us every turn too.
         Interest { readable, writable: self.pending_output() > 0 }
     }
@@ -156,10 +165,7 @@ impl Connection {
         &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
     ) {
         let mut start = 0; // where the next unanswered request begins in `received`
-        while self.state == State::Reading
-            && self.effect.is_none()
-            && self.pending_output() <= MAX_PENDING_OUTPUT
-        {
+        while self.state == State::Reading && !self.busy() && self.pending_output() <= MAX_PENDING {
             match http::parse(&self.received[start..]) {
                 Parse::Complete { request, consumed } => {
                     start += consumed;
@@ -241,10 +247,10 @@ impl Connection {
         }
     }
 
-    /// Closes without losing the response. Closing while the client is still sending (a
-    /// pipelined request, a rejected body) makes the kernel send a reset, which can destroy
-    /// the response unread. So we shut our side, wait until the client closes its own or
-    /// falls silent (throwing away what still comes), then close: nginx's "lingering close".
+    /// Closes without losing the response: closing while the client still sends (a pipelined
+    /// request, a rejected body) makes the kernel send a reset, which can destroy the answer
+    /// unread. So, nginx's "lingering close": shut our side; close once the client closes or
+    /// falls silent.
     fn start_lingering(&mut self) {
         let _ = self.stream.shutdown(Shutdown::Write);
         self.quiet_since = Instant::now();
@@ -261,11 +267,7 @@ impl Connection {
         // its side while a request waits still gets the answer: it may have half-closed.)
         let no_more =
             self.peer_closed || (server.shutdown_deadline.is_some() && self.received.is_empty());
-        if self.state == State::Reading
-            && self.effect.is_none()
-            && self.pending_output() == 0
-            && no_more
-        {
+        if self.owes_nothing() && no_more {
             self.state = State::Done;
         }
         if self.state == State::Done {
@@ -318,10 +320,7 @@ impl Connection {
         self.deadline_timer = None;
         if self.deadline(&server.config).is_some_and(|deadline| deadline <= Instant::now()) {
             trace!("fd {}: out of time", self.fd());
-            if self.state == State::Reading
-                && self.pending_output() == 0
-                && !self.received.is_empty()
-            {
+            if self.owes_nothing() && !self.received.is_empty() {
                 // A request head begun and never finished (slowloris): say so, then close.
                 let timeout = Response { close: true, ..Response::error(408, "too slow") };
                 self.respond(&timeout, Framing::CLOSE, server);
@@ -338,18 +337,14 @@ impl Connection {
     pub fn answer(
         event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server, response: Response,
     ) {
-        event_loop.with_handler(
-            token,
-            server,
-            |connection: &mut Connection, event_loop, token, server| {
-                let Some((effect, framing)) = connection.effect.take() else { return };
-                // Stop what is left of it: the upstream's 504 timer, say.
-                effect.cancel(event_loop, server);
-                connection.respond(&response, framing, server);
-                connection.try_respond(event_loop, token, server); // the requests queued behind it
-                connection.after_event(event_loop, token, server);
-            },
-        );
+        event_loop.with_handler(token, server, |connection: &mut Self, event_loop, _, server| {
+            let Some((effect, framing)) = connection.effect.take() else { return };
+            // Stop what is left of it: the upstream's 504 timer, say.
+            effect.cancel(event_loop, server);
+            connection.respond(&response, framing, server);
+            connection.try_respond(event_loop, token, server); // the requests queued behind it
+            connection.after_event(event_loop, token, server);
+        });
     }
 
     fn fd(&self) -> i32 {
@@ -389,10 +384,7 @@ impl Handler<Server> for Connection {
     }
 
     fn is_idle(&self) -> bool {
-        self.state == State::Reading
-            && self.received.is_empty()
-            && self.effect.is_none()
-            && self.pending_output() == 0
+        self.owes_nothing() && self.received.is_empty()
     }
 }
 

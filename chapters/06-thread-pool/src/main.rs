@@ -119,11 +119,7 @@ impl Server {
     /// A connection has closed, for whatever reason (see `Connection::on_close`).
     fn connection_closed(&mut self, event_loop: &mut EventLoop<Server>) {
         self.connections_open -= 1;
-        self.resume_accepting(event_loop); // a descriptor is free
-    }
-
-    /// Resumes accepting if it had paused for want of descriptors (if still out, it pauses).
-    fn resume_accepting(&mut self, event_loop: &mut EventLoop<Server>) {
+        // A descriptor is free: if accepting had paused for lack of them, resume.
         if let Some(listener) = self.listener {
             event_loop.set_interest(listener, Interest::READABLE);
         }
@@ -139,8 +135,8 @@ impl Handler<Server> for TcpListener {
         if !accept_all(self, event_loop, server) {
             event_loop.set_interest(token, Interest::NONE);
             // Back on when a connection closes, or in 100 ms: others may hold the descriptors.
-            event_loop.add_timer(Duration::from_millis(100), |event_loop, server| {
-                server.resume_accepting(event_loop)
+            event_loop.add_timer(Duration::from_millis(100), move |event_loop, _| {
+                event_loop.set_interest(token, Interest::READABLE) // if it is still open
             });
         }
     }

@@ -1,8 +1,7 @@
-//! The part of the loop that talks to the kernel: here, `poll(2)`, which keeps no memory
-//! between calls: on every turn we hand it the whole list of sockets and what we want from
-//! each, as chapter 2 did, and it says which are ready. (Redis keeps one file per way of
-//! waiting, `ae_select.c`, `ae_epoll.c`...; so do we.) The words the loop and `poll` share,
-//! [`Token`], [`Interest`] and [`Event`], live here too: the loop looks down at this file.
+//! The part of the loop that talks to the kernel, `poll(2)`: one file per way of waiting,
+//! as Redis has `ae_select.c` and `ae_epoll.c`. `poll` keeps no memory: every turn we hand
+//! it the whole list of sockets and what we want from each, as chapter 2 did. The words
+//! the loop and `poll` share ([`Token`], [`Interest`], [`Event`]) live here, below the loop.
 
 use std::io;
 use std::os::fd::BorrowedFd;
@@ -65,20 +64,15 @@ pub fn wait<'fd>(
     });
     let ready = poll(&mut fds, timeout)?;
     trace!("poll: {ready} ready");
-    let mut events = Vec::new();
-    for (fd, token) in fds.iter().zip(tokens) {
+    let events = fds.iter().zip(tokens).filter_map(|(fd, token)| {
         let revents = fd.revents().unwrap_or(PollFlags::empty());
         // An error or hang-up counts as readable and writable, as in Redis: the handler's
         // next `read` or `write` meets the problem (EOF, ECONNRESET, EPIPE) on its own path.
         let failed = revents.intersects(PollFlags::POLLERR | PollFlags::POLLHUP);
-        if failed || revents.intersects(PollFlags::POLLIN | PollFlags::POLLOUT) {
-            events.push(Event {
-                token,
-                readable: failed || revents.contains(PollFlags::POLLIN),
-                writable: failed || revents.contains(PollFlags::POLLOUT),
-            });
-        }
-    }
-    Ok(events)
+        let readable = failed || revents.contains(PollFlags::POLLIN);
+        let writable = failed || revents.contains(PollFlags::POLLOUT);
+        (readable || writable).then_some(Event { token, readable, writable })
+    });
+    Ok(events.collect())
 }
 // ANCHOR_END: wait

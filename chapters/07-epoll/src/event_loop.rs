@@ -166,8 +166,7 @@ impl<S: 'static> EventLoop<S> {
     /// One turn: wait until something is ready or a timer is due (at most `timeout`;
     /// `None`: no limit), then run the callbacks of what is ready, then the due timers.
     pub fn turn(&mut self, timeout: Option<Duration>, state: &mut S) -> io::Result<()> {
-        // 1. Wait, but no longer than until the nearest timer is due. This is the only
-        //    place the server waits.
+        // 1. Wait, no longer than until the nearest timer is due: the only place we wait.
         let next_timer = self.timers.next_deadline();
         let until_timer = next_timer.map(|at| at.saturating_duration_since(Instant::now()));
         let timeout = match (timeout, until_timer) {
@@ -198,16 +197,15 @@ impl<S: 'static> EventLoop<S> {
         }
 
         // 3. Run the timers that are due, soonest first. One that a callback adds now is due
-        //    after `now` (the clock has moved on): a callback that re-arms itself cannot keep us here.
+        //    after `now` (the clock has moved on), so one that re-arms cannot keep us here.
         let now = Instant::now();
         while let Some(callback) = self.timers.pop_due(now) {
             trace!("timer fired");
             self.run_callback(callback, state);
         }
 
-        // 4. Run the callbacks in the ready queue: the next steps of promises that settled.
-        //    Only those ready now: the steps they make ready wait for the next turn (which
-        //    does not sleep, see 1), so that a long chain cannot keep us from the sockets.
+        // 4. Run the ready queue, the next steps of promises that settled: only those ready
+        //    now, so a long chain takes turns with the sockets (the next turn won't sleep, 1).
         let ready = std::mem::take(&mut *self.ready.borrow_mut());
         for callback in ready {
             self.run_callback(callback, state);
@@ -234,12 +232,9 @@ impl<S: 'static> EventLoop<S> {
             return;
         }
         trace!("token {} {}", token.0, if readable { "readable" } else { "writable" });
-        self.lend(token, state, |handler, event_loop, state| {
-            if readable {
-                handler.on_readable(event_loop, token, state)
-            } else {
-                handler.on_writable(event_loop, token, state)
-            }
+        self.lend(token, state, |handler, event_loop, state| match readable {
+            true => handler.on_readable(event_loop, token, state),
+            false => handler.on_writable(event_loop, token, state),
         });
     }
 
@@ -253,9 +248,8 @@ impl<S: 'static> EventLoop<S> {
         else {
             return; // gone, or lent already (its own callback is running)
         };
-        // A bug that panics while serving one client must not take the others down with it.
-        // `catch_unwind` stops the panic here (the hook has printed its message), and we
-        // close that registration: nothing half-updated is used again (`AssertUnwindSafe`).
+        // A panic serving one client must not take the others down: `catch_unwind` stops it
+        // here (the hook printed it), and we close that registration, never to use it again.
         let outcome = panic::catch_unwind(AssertUnwindSafe(|| f(&mut *handler, self, state)));
         if outcome.is_err() {
             log!("token {}: a callback panicked; closing it", token.0);
