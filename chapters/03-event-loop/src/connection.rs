@@ -159,8 +159,8 @@ impl Connection {
 
     /// Adds the answer to one request to the output.
     fn respond(&mut self, response: &Response, mut framing: Framing, server: &mut Server) {
-        // Keep the connection if the client wants to (HTTP/1.1 unless `Connection: close`;
-        // HTTP/1.0 if `keep-alive`), the response allows it, and we are not shutting down.
+        // Keep the connection if the client asks to (see `Framing`), the response allows it,
+        // and we are not shutting down.
         framing.keep_alive &= !response.close && server.shutdown_deadline.is_none();
         let (name, date) = (server.config.chapter, date::now());
         http::response::write_response(&mut self.out, response, &framing, name, &date);
@@ -206,8 +206,8 @@ impl Connection {
     }
 
     /// Closes without losing the response: closing while the client still sends (a pipelined
-    /// request, a rejected body) makes the kernel send a reset, which can destroy the answer
-    /// unread. So, nginx's "lingering close": shut our side; close once the client closes.
+    /// request, a rejected body) sends a reset, which can destroy the answer unread. So, as
+    /// nginx's "lingering close": shut our side; close once the client closes its own.
     fn start_lingering(&mut self) {
         let _ = self.stream.shutdown(Shutdown::Write);
         self.state = if self.peer_closed { State::Done } else { State::Lingering };

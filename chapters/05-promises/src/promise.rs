@@ -153,15 +153,6 @@ impl<T: 'static, S: 'static> Promise<T, S> {
 }
 // ANCHOR_END: then
 
-/// A promise that has settled already: for a step that has its outcome at once.
-pub fn settled<T: 'static, S: 'static>(
-    event_loop: &EventLoop<S>, outcome: Outcome<T>,
-) -> Promise<T, S> {
-    let (deferred, promise) = Deferred::new(event_loop);
-    deferred.settle(outcome);
-    promise
-}
-
 // ANCHOR: race
 /// A promise that settles as whichever of `first` and `second` settles first. The loser is
 /// not stopped (a promise cannot be cancelled): that is up to the caller.

@@ -12,6 +12,13 @@ fn turn(event_loop: &mut EventLoop<Log>, log: &mut Log) {
     event_loop.turn(Some(Duration::ZERO), log).expect("turn");
 }
 
+/// A promise that has settled already.
+fn settled<T: 'static>(event_loop: &EventLoop<Log>, outcome: Outcome<T>) -> Promise<T, Log> {
+    let (deferred, promise) = Deferred::new(event_loop);
+    deferred.settle(outcome);
+    promise
+}
+
 /// Records a promise's outcome in the log as `ok VALUE` or `err STATUS`.
 fn record<T: std::fmt::Debug + 'static>(promise: Promise<T, Log>) {
     promise.on_settled(|outcome, _, log| match outcome {

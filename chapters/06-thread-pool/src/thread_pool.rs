@@ -2,9 +2,9 @@
 //!
 //! `poll` cannot wait for a file: to the kernel a regular file is always "ready", and then
 //! `read` blocks as long as the disk takes. So, like libuv (Node.js), the loop `submit`s
-//! such work to a queue; a worker runs it, sends the result back on a channel, and wakes
-//! the loop through a [`SelfPipe`] (chapter 3's, rung by a thread this time), its doorbell,
-//! watched like any socket. Only jobs and results cross threads: the loop's state does not.
+//! such work to a queue; a worker runs it, sends the result back on a channel, and rings the
+//! loop's doorbell, a [`SelfPipe`] (chapter 3's, for signals) watched like any socket. Only
+//! jobs and results cross threads: the loop's state does not.
 
 use std::collections::VecDeque;
 use std::io;
@@ -74,9 +74,7 @@ impl<R: Send + 'static> ThreadPool<R> {
         id
     }
     // ANCHOR_END: submit
-}
 
-impl<R> ThreadPool<R> {
     // ANCHOR: finished
     /// The results that have come back. The doorbell is emptied first: a result that comes just
     /// after still wakes the loop again (the other order could lose a wake-up).

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 /// Collects `count` results the way the loop does: wait until the doorbell is readable, then
 /// take what has finished. Fails after 10 s.
-fn collect<R>(pool: &ThreadPool<R>, count: usize) -> Vec<(JobId, thread::Result<R>)> {
+fn collect<R: Send + 'static>(
+    pool: &ThreadPool<R>, count: usize,
+) -> Vec<(JobId, thread::Result<R>)> {
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut done = Vec::new();
     while done.len() < count {

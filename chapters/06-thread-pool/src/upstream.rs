@@ -86,7 +86,9 @@ fn read_answer<S: 'static>(
             UpstreamParse::Garbage(reason) => Err(upstream::bad_gateway(reason)),
             UpstreamParse::NeedMore => continue,
         };
-        return promise::settled(event_loop, outcome);
+        let (answer, promise) = Deferred::new(event_loop);
+        answer.settle(outcome);
+        return promise;
     }
     ready(event_loop, socket, state, Interest::READABLE).and_then(move |(), event_loop, state| {
         read_answer(event_loop, socket, state, stream, reader)

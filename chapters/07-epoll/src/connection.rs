@@ -11,11 +11,9 @@
 //!   client left, error, reset: any state goes straight to Done ───────────────────────────┘
 //! ```
 //!
-//! Since chapter 3: the loop calls the connection (the `Handler` impl at the end), which
-//! serves request after request (keep-alive), several at once if they come so (pipelining).
-//!
-//! New in chapter 4, time: a request may wait (`/sleep`, `/upstream/`), and those pipelined
-//! behind it, for [`Connection::answer`]; and a client has only so long to act (`deadline`).
+//! Since chapter 3 the loop calls it (the `Handler` impl), request after request, pipelined
+//! or not. New in chapter 4, time: a request may wait for [`Connection::answer`] (`/sleep`,
+//! `/upstream/`), those behind it too; and a client has only so long to act (`deadline`).
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -179,8 +177,7 @@ impl Connection {
                     let framing = Framing::for_request(&request);
                     match super::run_app(&request, event_loop, token, server) {
                         Reply::Now(response) => self.respond(&response, framing, server),
-                        // The answer comes later, through `answer`; the requests pipelined
-                        // behind it wait in `received`, so the answers still go out in order.
+                        // Answered later (`answer`); those behind it wait in `received`.
                         Reply::Later(effect) => self.effect = Some((effect, framing)),
                     }
                 }
@@ -204,8 +201,8 @@ impl Connection {
 
     /// Adds the answer to one request to the output.
     fn respond(&mut self, response: &Response, mut framing: Framing, server: &mut Server) {
-        // Keep the connection if the client wants to (HTTP/1.1 unless `Connection: close`;
-        // HTTP/1.0 if `keep-alive`), the response allows it, and we are not shutting down.
+        // Keep the connection if the client asks to (see `Framing`), the response allows it,
+        // and we are not shutting down.
         framing.keep_alive &= !response.close && server.shutdown_deadline.is_none();
         let (name, date) = (server.config.chapter, &server.date);
         http::response::write_response(&mut self.out, response, &framing, name, date);
@@ -255,9 +252,8 @@ impl Connection {
     }
 
     /// Closes without losing the response: closing while the client still sends (a pipelined
-    /// request, a rejected body) makes the kernel send a reset, which can destroy the answer
-    /// unread. So, nginx's "lingering close": shut our side; close once the client closes or
-    /// falls silent.
+    /// request, a rejected body) sends a reset, which can destroy the answer unread. So, as
+    /// nginx's "lingering close": shut our side; close once the client closes or falls silent.
     fn start_lingering(&mut self) {
         let _ = self.stream.shutdown(Shutdown::Write);
         self.quiet_since = Instant::now();
@@ -269,9 +265,8 @@ impl Connection {
     pub fn after_event(
         &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
     ) {
-        // Nothing left to answer or send. Finish if the client shut its side (no request
-        // can come), or if we are shutting down and no request has begun. (One that shut
-        // its side while a request waits still gets the answer: it may have half-closed.)
+        // Nothing left to answer or send: finish if the client shut its side (no request can
+        // come; one still waiting is answered first), or we shut down and none has begun.
         let no_more =
             self.peer_closed || (server.shutdown_deadline.is_some() && self.received.is_empty());
         if self.owes_nothing() && no_more {
@@ -322,7 +317,6 @@ impl Connection {
         Some(self.since + limit)
     }
 
-    /// The deadline timer fired (from `after_event`'s timer).
     fn on_deadline(
         &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
     ) {

@@ -10,7 +10,6 @@ use super::{Connection, State};
 use crate::event_loop::EventLoop;
 use crate::fs::Chunk;
 use crate::poller::Token;
-use crate::promise::Outcome;
 use crate::Server;
 
 /// What is left of a file to send: how many bytes, of how many, and the file to read them
@@ -32,32 +31,25 @@ impl Connection {
     pub(super) fn read_more(
         &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
     ) {
-        if self.pending_output() >= files::CHUNK {
-            return;
-        }
-        let Some(download) = self.download.as_mut() else { return };
+        let room = self.pending_output() < files::CHUNK;
+        let Some(download) = self.download.as_mut().filter(|_| room) else { return };
         let Some(file) = download.file.take() else { return }; // being read already
         let next = server.files.read(event_loop, file, download.length);
         next.on_settled(move |outcome, event_loop, server| {
-            event_loop.with_handler(token, server, |connection: &mut Connection, l, t, s| {
-                connection.next_chunk(outcome, l, t, s)
-            })
+            event_loop.with_handler(
+                token,
+                server,
+                |connection: &mut Self, event_loop, _, server| {
+                    match outcome {
+                        Ok(chunk) => connection.add_chunk(chunk),
+                        // The head went out long ago: all we can do for a read error is stop short.
+                        Err(_) => connection.state = State::Done,
+                    }
+                    connection.try_respond(event_loop, token, server); // sends; then those behind
+                    connection.after_event(event_loop, token, server);
+                },
+            )
         });
-    }
-
-    /// The next chunk has been read (from `read_more`'s promise).
-    fn next_chunk(
-        &mut self, outcome: Outcome<Chunk>, event_loop: &mut EventLoop<Server>, token: Token,
-        server: &mut Server,
-    ) {
-        match outcome {
-            Ok(chunk) => self.add_chunk(chunk),
-            // The head went out long ago: all we can do for a read error is stop short.
-            Err(_) => self.state = State::Done,
-        }
-        self.send();
-        self.try_respond(event_loop, token, server); // the requests queued behind the file
-        self.after_event(event_loop, token, server);
     }
 
     /// Appends a chunk to the output, and keeps the file if more is left to send.
