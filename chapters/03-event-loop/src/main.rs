@@ -12,7 +12,6 @@ mod connection;
 mod event_loop;
 mod poll_backend;
 
-use std::io;
 use std::net::TcpListener;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -108,42 +107,15 @@ impl Handler<Server> for TcpListener {
     fn on_readable(
         &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
     ) {
-        if !accept_all(self, event_loop, server) {
+        let accepting = listener::accept_all(self, |stream, peer| {
+            // Readable: the client speaks first.
+            let client = event_loop.register(Connection::new(stream), Interest::READABLE);
+            trace!("accept: client {peer} (token {})", client.0);
+            server.connections_open += 1;
+        });
+        if !accepting {
+            // Out of descriptors: stop watching until a connection closes (`connection_closed`).
             event_loop.set_interest(token, Interest::NONE);
-        }
-    }
-}
-
-/// Accepts every client that is waiting, until `accept` says `WouldBlock`, and registers
-/// each with the loop. Returns whether to keep polling the listener.
-fn accept_all(
-    listener: &TcpListener, event_loop: &mut EventLoop<Server>, server: &mut Server,
-) -> bool {
-    loop {
-        match listener.accept() {
-            Ok((stream, peer)) => {
-                if let Err(error) = stream.set_nonblocking(true) {
-                    trace!("accept: {peer}: {error}");
-                    continue;
-                }
-                // Readable: the client speaks first.
-                let token = event_loop.register(Connection::new(stream), Interest::READABLE);
-                trace!("accept: client {peer} (token {})", token.0);
-                server.connections_open += 1;
-            }
-            Err(error) if error.kind() == io::ErrorKind::WouldBlock => return true,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-            Err(error) if listener::is_out_of_descriptors(&error) => {
-                // The listener stays "ready" while clients wait: polling it would spin at
-                // 100% CPU. Stop watching it until a connection closes (`connection_closed`).
-                log!("accept: {error}; pausing accepts");
-                return false;
-            }
-            Err(error) => {
-                // A client that connected and reset before we accepted it, and the like.
-                trace!("accept: {error}");
-                return true;
-            }
         }
     }
 }

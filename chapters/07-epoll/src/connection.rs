@@ -305,7 +305,8 @@ impl Connection {
             let quiet = self.quiet_since + LINGER_QUIET;
             return Some(quiet.min(self.since + config.keep_alive_timeout));
         }
-        let limit = if self.effect.is_some() || self.reading_file() {
+        let reading_file = self.download.is_some() && self.pending_output() == 0;
+        let limit = if self.effect.is_some() || reading_file {
             return None;
         } else if self.pending_output() > 0 {
             config.send_timeout // it must take our output

@@ -1,9 +1,7 @@
-//! Files, read on the thread pool, as promises: the loop asks, a worker blocks on the
-//! disk, and the promise settles on the loop's thread when the result comes back.
-//!
-//! A file is read a chunk at a time (`files::CHUNK`), as the client takes them (see
-//! `download.rs`). The open file travels with each job, so every chunk comes from the
-//! same file, even if another takes its name meanwhile.
+//! Files, read on the thread pool, as promises: the loop asks, a worker blocks on the disk,
+//! and the promise settles on the loop's thread when the result comes back. A file is read
+//! a chunk (`files::CHUNK`) at a time (see `download.rs`); the open file travels with each
+//! job, so every chunk comes from the same file, even if another takes its name meanwhile.
 
 use std::collections::HashMap;
 use std::fs::File;

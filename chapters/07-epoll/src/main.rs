@@ -135,54 +135,24 @@ impl Handler<Server> for TcpListener {
     fn on_readable(
         &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
     ) {
-        if !accept_all(self, event_loop, server) {
+        let accepting = listener::accept_all(self, |stream, peer| {
+            // Readable: the client speaks first.
+            let client = match event_loop.register(Connection::new(stream), Interest::READABLE) {
+                Ok(client) => client,
+                Err(error) => return trace!("accept: {peer}: cannot register: {error}"), // closes
+            };
+            trace!("accept: client {peer} (token {})", client.0);
+            server.connections_open += 1;
+            // Its header timeout runs from now, even if it never sends a byte.
+            event_loop.with_handler(client, server, Connection::after_event);
+        });
+        if !accepting {
+            // Out of descriptors: stop watching until a connection closes, or for 100 ms
+            // (others may hold the descriptors).
             event_loop.set_interest(token, Interest::NONE);
-            // Back on when a connection closes, or in 100 ms: others may hold the descriptors.
             event_loop.add_timer(Duration::from_millis(100), move |event_loop, _| {
                 event_loop.set_interest(token, Interest::READABLE) // if it is still open
             });
-        }
-    }
-}
-
-/// Accepts every client that is waiting, until `accept` says `WouldBlock`, and registers
-/// each with the loop. Returns whether to keep polling the listener.
-fn accept_all(
-    listener: &TcpListener, event_loop: &mut EventLoop<Server>, server: &mut Server,
-) -> bool {
-    loop {
-        match listener.accept() {
-            Ok((stream, peer)) => {
-                if let Err(error) = stream.set_nonblocking(true) {
-                    trace!("accept: {peer}: {error}");
-                    continue;
-                }
-                // Readable: the client speaks first.
-                let token = match event_loop.register(Connection::new(stream), Interest::READABLE) {
-                    Ok(token) => token,
-                    Err(error) => {
-                        trace!("accept: {peer}: cannot register: {error}"); // it closes
-                        continue;
-                    }
-                };
-                trace!("accept: client {peer} (token {})", token.0);
-                server.connections_open += 1;
-                // Its header timeout runs from now, even if it never sends a byte.
-                event_loop.with_handler(token, server, Connection::after_event);
-            }
-            Err(error) if error.kind() == io::ErrorKind::WouldBlock => return true,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-            Err(error) if listener::is_out_of_descriptors(&error) => {
-                // The listener stays "ready" while clients wait: polling it would spin at
-                // 100% CPU. Stop watching it for a while (see `on_readable`).
-                log!("accept: {error}; pausing accepts");
-                return false;
-            }
-            Err(error) => {
-                // A client that connected and reset before we accepted it, and the like.
-                trace!("accept: {error}");
-                return true;
-            }
         }
     }
 }

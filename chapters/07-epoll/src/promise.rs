@@ -1,14 +1,10 @@
 //! Promises for the event loop: a [`Deferred`] settles once, and the [`Promise`] it handed
 //! out runs the next step of a chain when it does.
 //!
-//! Chapter 4 nested each wait in the one before, each step checking its own errors. A
-//! promise stands for a result not there yet. [`Promise::then`] attaches a step that cannot
-//! wait, [`Promise::and_then`] one that waits again (it returns a promise); each returns a
-//! promise of its step's result, so a chain reads top to bottom:
-//!
-//! ```text
-//! writable.then(connected).then(send).and_then(read_answer)
-//! ```
+//! Chapter 4 nested each wait in the one before. [`Promise::then`] attaches a step that
+//! cannot wait, [`Promise::and_then`] one that waits again (it returns a promise); each
+//! returns a promise of its step's result, so a chain reads top to bottom, as
+//! `writable.then(connected).then(send).and_then(read_answer)` does.
 //!
 //! 1. A Deferred settles once (`resolve` and `settle` take it by value). An error is the
 //!    response to send instead (a 502, a 504...) and skips every step after it, like `?`.

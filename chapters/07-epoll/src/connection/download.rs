@@ -68,10 +68,4 @@ impl Connection {
             self.download = Some(download);
         }
     }
-
-    /// Waiting for the disk, with nothing for the client to take: our time, not its.
-    pub(super) fn reading_file(&self) -> bool {
-        let reading = self.download.as_ref().is_some_and(|download| download.file.is_none());
-        reading && self.pending_output() == 0
-    }
 }
