@@ -142,10 +142,14 @@ mod tests {
             assert!(accept_all(&listener, |stream, _| accepted.push(stream)));
         }
         assert_eq!(accepted.len(), 3, "{clients:?}");
-        assert!(accepted.iter().all(|stream| {
-            let mut byte = [0u8];
-            matches!(io::Read::read(&mut &*stream, &mut byte), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
-        }), "handed over non-blocking");
+        assert!(
+            accepted.iter().all(|stream| {
+                let mut byte = [0u8];
+                let read = io::Read::read(&mut &*stream, &mut byte);
+                matches!(read, Err(error) if error.kind() == io::ErrorKind::WouldBlock)
+            }),
+            "handed over non-blocking"
+        );
     }
 
     #[test]

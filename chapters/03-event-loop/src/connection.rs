@@ -22,9 +22,9 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use shared::http::{self, date, response::Framing, Parse, Response};
 use shared::trace;
 
-use crate::event_loop::{EventLoop, Handler};
+use crate::event_loop::Handler;
 use crate::poll_backend::{Interest, Token};
-use crate::Server;
+use crate::{Server, ServerLoop};
 
 /// How much a lingering connection may send us before we stop being polite and close.
 const MAX_DISCARD: usize = 1024 * 1024;
@@ -129,7 +129,7 @@ impl Connection {
     // ANCHOR: try_respond
     /// Answers every whole request received so far, in order, and starts sending. Pipelined
     /// requests that arrived together get their answers in one `write`, usually.
-    fn try_respond(&mut self, event_loop: &EventLoop<Server>, server: &mut Server) {
+    fn try_respond(&mut self, event_loop: &ServerLoop, server: &mut Server) {
         let mut start = 0; // where the next unanswered request begins in `received`
         while self.state == State::Reading && self.pending_output() <= MAX_PENDING {
             match http::parse(&self.received[start..]) {
@@ -216,9 +216,7 @@ impl Connection {
 
     // ANCHOR: after_event
     /// After every callback: finish, or tell the loop what to wait for next.
-    fn after_event(
-        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
-    ) {
+    fn after_event(&mut self, event_loop: &mut ServerLoop, token: Token, server: &mut Server) {
         // Nothing left to answer or send. Finish if the client shut its side (no request
         // can come), or if we are shutting down and no request has begun.
         let no_more =
@@ -245,24 +243,20 @@ impl Connection {
 
 // ANCHOR: callbacks
 impl Handler<Server> for Connection {
-    fn on_readable(
-        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
-    ) {
+    fn on_readable(&mut self, event_loop: &mut ServerLoop, token: Token, server: &mut Server) {
         self.read_request();
         self.try_respond(event_loop, server);
         self.after_event(event_loop, token, server);
     }
 
-    fn on_writable(
-        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
-    ) {
+    fn on_writable(&mut self, event_loop: &mut ServerLoop, token: Token, server: &mut Server) {
         // Sends first; then answers requests held back while output piled up.
         self.send();
         self.try_respond(event_loop, server);
         self.after_event(event_loop, token, server);
     }
 
-    fn on_close(&mut self, event_loop: &mut EventLoop<Server>, _: Token, server: &mut Server) {
+    fn on_close(&mut self, event_loop: &mut ServerLoop, _: Token, server: &mut Server) {
         trace!("fd {}: closed", self.fd());
         server.connection_closed(event_loop);
     }

@@ -1,9 +1,8 @@
 //! The event loop: "call me back when this socket is ready", the way Redis has `ae.c`.
 //!
 //! - [`EventLoop::register`] takes a [`Handler`] (an object that owns a socket and has
-//!   callbacks) and an [`Interest`] (readable, writable, both), and returns a [`Token`].
-//! - [`EventLoop::set_interest`] changes what to wait for; [`EventLoop::deregister`] ends
-//!   the registration, which drops the handler and so closes its socket.
+//!   callbacks) and an [`Interest`] (readable, writable, both), and returns a [`Token`];
+//!   [`EventLoop::set_interest`] changes it; [`EventLoop::deregister`] drops the handler.
 //! - [`EventLoop::turn`] waits in `poll` (`poll_backend.rs`), then runs the callbacks of
 //!   the sockets that are ready, like Redis's `aeProcessEvents`.
 
@@ -51,7 +50,8 @@ pub struct EventLoop<S> {
     /// In token order: each turn serves the oldest first, and runs repeat exactly.
     registrations: BTreeMap<Token, Registration<S>>,
     next_token: u64,
-    turns: u64,
+    /// How many times `poll` has returned (for `/stats`).
+    pub turns: u64,
 }
 
 impl<S> EventLoop<S> {
@@ -59,8 +59,8 @@ impl<S> EventLoop<S> {
         EventLoop { registrations: BTreeMap::new(), next_token: 0, turns: 0 }
     }
 
-    /// Starts watching `handler`'s socket for `interest`. The loop owns the handler from
-    /// now on, so the socket closes when the registration ends.
+    /// Starts watching `handler`'s socket for `interest`. The loop owns the handler: the
+    /// socket closes when the registration ends.
     pub fn register(&mut self, handler: impl Handler<S> + 'static, interest: Interest) -> Token {
         let token = Token(self.next_token);
         self.next_token += 1;
@@ -99,11 +99,6 @@ impl<S> EventLoop<S> {
     }
     // ANCHOR_END: registrations
 
-    /// How many times `poll` has returned (for `/stats`).
-    pub fn turns(&self) -> u64 {
-        self.turns
-    }
-
     // ANCHOR: turn
     /// One turn: wait until something is ready (at most `timeout`; `None`: no limit), then
     /// run the callbacks of everything that is.
@@ -139,8 +134,7 @@ impl<S> EventLoop<S> {
     fn call(&mut self, token: Token, readable: bool, state: &mut S) {
         // `poll` reported this before the turn's first callback, which may since have
         // deregistered it or changed its interest: look again (Redis: `fe->mask & mask`).
-        let Some(registration) = self.registrations.get(&token) else { return };
-        let interest = registration.interest;
+        let Some(&Registration { interest, .. }) = self.registrations.get(&token) else { return };
         if !(if readable { interest.readable } else { interest.writable }) {
             return;
         }
@@ -157,10 +151,9 @@ impl<S> EventLoop<S> {
         &mut self, token: Token, state: &mut S,
         f: impl FnOnce(&mut dyn Handler<S>, &mut EventLoop<S>, &mut S),
     ) {
-        let Some(mut handler) = self.registrations.get_mut(&token).and_then(|r| r.handler.take())
-        else {
-            return; // gone, or lent already (its own callback is running)
-        };
+        let handler = self.registrations.get_mut(&token).and_then(|r| r.handler.take());
+        let Some(mut handler) = handler else { return }; // gone, or lent already (it runs)
+
         // A panic serving one client must not take the others down: `catch_unwind` stops it
         // here (the hook printed it), and we close that registration, never to use it again.
         let outcome = panic::catch_unwind(AssertUnwindSafe(|| f(&mut *handler, self, state)));

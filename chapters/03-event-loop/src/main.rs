@@ -42,6 +42,9 @@ struct Server {
 }
 // ANCHOR_END: server
 
+/// This server's event loop: every callback it runs gets the `Server`.
+type ServerLoop = EventLoop<Server>;
+
 fn main() {
     let config = Config::from_args("ch03-event-loop", &[]);
     if config.trace {
@@ -82,17 +85,17 @@ fn main() {
 }
 
 impl Server {
-    fn stats(&self, event_loop: &EventLoop<Server>) -> Stats {
+    fn stats(&self, event_loop: &ServerLoop) -> Stats {
         Stats {
             connections_open: self.connections_open,
             requests_served: self.requests_served,
-            loop_turns: event_loop.turns(),
+            loop_turns: event_loop.turns,
             ..Stats::default() // no timers, no jobs: chapters 4 and 6
         }
     }
 
     /// A connection has closed, for whatever reason (see `Connection::on_close`).
-    fn connection_closed(&mut self, event_loop: &mut EventLoop<Server>) {
+    fn connection_closed(&mut self, event_loop: &mut ServerLoop) {
         self.connections_open -= 1;
         // A descriptor is free: if accepting had paused for lack of them, resume.
         if let Some(listener) = self.listener {
@@ -104,9 +107,7 @@ impl Server {
 // ANCHOR: accept
 /// The listening socket, as a handler: readable means clients are waiting to be accepted.
 impl Handler<Server> for TcpListener {
-    fn on_readable(
-        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
-    ) {
+    fn on_readable(&mut self, event_loop: &mut ServerLoop, token: Token, server: &mut Server) {
         let accepting = listener::accept_all(self, |stream, peer| {
             // Readable: the client speaks first.
             let client = event_loop.register(Connection::new(stream), Interest::READABLE);
@@ -125,7 +126,7 @@ impl Handler<Server> for TcpListener {
 /// SIGINT or SIGTERM arrived (a byte in the signal pipe): shut down gracefully. This is an
 /// ordinary callback, not a signal handler, so it may touch anything.
 impl Handler<Server> for Signals {
-    fn on_readable(&mut self, event_loop: &mut EventLoop<Server>, _: Token, server: &mut Server) {
+    fn on_readable(&mut self, event_loop: &mut ServerLoop, _: Token, server: &mut Server) {
         let Some(signal) = self.take() else { return };
         if server.shutdown_deadline.is_some() {
             return; // a second signal: the shutdown is already under way

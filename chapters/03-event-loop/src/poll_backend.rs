@@ -17,8 +17,7 @@ use shared::trace;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Token(pub u64);
 
-/// What a registration waits for: the two questions `poll` answers, "may I read without
-/// waiting?" and "may I write without waiting?".
+/// What a registration waits for: "may I read without waiting?", "may I write?", as `poll` asks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Interest {
     pub readable: bool,

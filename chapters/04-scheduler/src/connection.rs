@@ -24,16 +24,15 @@ use shared::args::Config;
 use shared::http::{self, response::Framing, Parse, Response};
 use shared::trace;
 
-use crate::event_loop::{EventLoop, Handler};
+use crate::event_loop::Handler;
 use crate::poll_backend::{Interest, Token};
 use crate::timers::TimerId;
-use crate::{Effect, Reply, Server};
+use crate::{Effect, Reply, Server, ServerLoop};
 
 /// How much a lingering connection may send us before we stop being polite and close.
 const MAX_DISCARD: usize = 1024 * 1024;
 
-/// How long a lingering connection waits for the client to fall silent: what it sent before
-/// it saw our answer arrives within a round trip, and 500 ms is many round trips.
+/// How long a lingering connection waits for the client to fall silent: many round trips.
 const LINGER_QUIET: Duration = Duration::from_millis(500);
 
 /// Unsent output above which we stop reading and answering this client (backpressure).
@@ -161,9 +160,7 @@ impl Connection {
     // ANCHOR: try_respond
     /// Answers every whole request received so far, in order, and starts sending. Pipelined
     /// requests that arrived together get their answers in one `write`, usually.
-    fn try_respond(
-        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
-    ) {
+    fn try_respond(&mut self, event_loop: &mut ServerLoop, token: Token, server: &mut Server) {
         let mut start = 0; // where the next unanswered request begins in `received`
         while self.state == State::Reading && !self.busy() && self.pending_output() <= MAX_PENDING {
             match http::parse(&self.received[start..]) {
@@ -257,9 +254,7 @@ impl Connection {
 
     // ANCHOR: after_event
     /// After every callback: finish, or tell the loop what to wait for next.
-    pub fn after_event(
-        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
-    ) {
+    pub fn after_event(&mut self, event_loop: &mut ServerLoop, token: Token, server: &mut Server) {
         // Nothing left to answer or send: finish if the client shut its side (no request can
         // come; one still waiting is answered first), or we shut down and none has begun.
         let no_more =
@@ -310,9 +305,7 @@ impl Connection {
         Some(self.since + limit)
     }
 
-    fn on_deadline(
-        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
-    ) {
+    fn on_deadline(&mut self, event_loop: &mut ServerLoop, token: Token, server: &mut Server) {
         self.deadline_timer = None;
         if self.deadline(&server.config).is_some_and(|deadline| deadline <= Instant::now()) {
             trace!("fd {}: out of time", self.fd());
@@ -332,7 +325,7 @@ impl Connection {
     /// Hands the late answer (from a timer, the upstream) to the connection `token`, for
     /// the request whose `effect` it was, if the connection is still open.
     pub fn answer(
-        event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server, response: Response,
+        event_loop: &mut ServerLoop, token: Token, server: &mut Server, response: Response,
     ) {
         event_loop.with_handler(token, server, |connection: &mut Self, event_loop, _, server| {
             let Some((effect, framing)) = connection.effect.take() else { return };
@@ -352,24 +345,20 @@ impl Connection {
 
 // ANCHOR: callbacks
 impl Handler<Server> for Connection {
-    fn on_readable(
-        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
-    ) {
+    fn on_readable(&mut self, event_loop: &mut ServerLoop, token: Token, server: &mut Server) {
         self.read_request();
         self.try_respond(event_loop, token, server);
         self.after_event(event_loop, token, server);
     }
 
-    fn on_writable(
-        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
-    ) {
+    fn on_writable(&mut self, event_loop: &mut ServerLoop, token: Token, server: &mut Server) {
         // Sends first; then answers requests held back while output piled up.
         self.send();
         self.try_respond(event_loop, token, server);
         self.after_event(event_loop, token, server);
     }
 
-    fn on_close(&mut self, event_loop: &mut EventLoop<Server>, _: Token, server: &mut Server) {
+    fn on_close(&mut self, event_loop: &mut ServerLoop, _: Token, server: &mut Server) {
         trace!("fd {}: closed", self.fd());
         // Stop whatever still works for us: the deadline timer, a `/sleep` or an upstream.
         if let Some((_, timer)) = self.deadline_timer.take() {

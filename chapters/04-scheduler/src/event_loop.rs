@@ -1,9 +1,8 @@
 //! The event loop: "call me back when this socket is ready", the way Redis has `ae.c`.
 //!
 //! - [`EventLoop::register`] takes a [`Handler`] (an object that owns a socket and has
-//!   callbacks) and an [`Interest`] (readable, writable, both), and returns a [`Token`].
-//! - [`EventLoop::set_interest`] changes what to wait for; [`EventLoop::deregister`] ends
-//!   the registration, which drops the handler and so closes its socket.
+//!   callbacks) and an [`Interest`] (readable, writable, both), and returns a [`Token`];
+//!   [`EventLoop::set_interest`] changes it; [`EventLoop::deregister`] drops the handler.
 //! - [`EventLoop::add_timer`] runs a callback after a delay; [`EventLoop::cancel_timer`] stops
 //!   it. New in chapter 4: the loop waits for time as well as for sockets (`timers.rs`).
 //! - [`EventLoop::turn`] waits in `poll` (`poll_backend.rs`), then runs the callbacks of
@@ -55,7 +54,8 @@ pub struct EventLoop<S> {
     registrations: BTreeMap<Token, Registration<S>>,
     next_token: u64,
     timers: Timers<Callback<S>>,
-    turns: u64,
+    /// How many times `poll` has returned (for `/stats`).
+    pub turns: u64,
 }
 
 /// Code the loop runs later (a timer's callback), with the loop and the state lent to it.
@@ -66,8 +66,8 @@ impl<S: 'static> EventLoop<S> {
         EventLoop { registrations: BTreeMap::new(), next_token: 0, timers: Timers::new(), turns: 0 }
     }
 
-    /// Starts watching `handler`'s socket for `interest`. The loop owns the handler from
-    /// now on, so the socket closes when the registration ends.
+    /// Starts watching `handler`'s socket for `interest`. The loop owns the handler: the
+    /// socket closes when the registration ends.
     pub fn register(&mut self, handler: impl Handler<S> + 'static, interest: Interest) -> Token {
         let token = Token(self.next_token);
         self.next_token += 1;
@@ -103,11 +103,6 @@ impl<S: 'static> EventLoop<S> {
         for token in idle.map(|(&token, _)| token).collect::<Vec<_>>() {
             self.deregister(token, state);
         }
-    }
-
-    /// How many times `poll` has returned (for `/stats`).
-    pub fn turns(&self) -> u64 {
-        self.turns
     }
 
     // ANCHOR: turn
@@ -161,8 +156,7 @@ impl<S: 'static> EventLoop<S> {
     fn call(&mut self, token: Token, readable: bool, state: &mut S) {
         // `poll` reported this before the turn's first callback, which may since have
         // deregistered it or changed its interest: look again (Redis: `fe->mask & mask`).
-        let Some(registration) = self.registrations.get(&token) else { return };
-        let interest = registration.interest;
+        let Some(&Registration { interest, .. }) = self.registrations.get(&token) else { return };
         if !(if readable { interest.readable } else { interest.writable }) {
             return;
         }
@@ -179,10 +173,9 @@ impl<S: 'static> EventLoop<S> {
         &mut self, token: Token, state: &mut S,
         f: impl FnOnce(&mut dyn Handler<S>, &mut EventLoop<S>, &mut S),
     ) {
-        let Some(mut handler) = self.registrations.get_mut(&token).and_then(|r| r.handler.take())
-        else {
-            return; // gone, or lent already (its own callback is running)
-        };
+        let handler = self.registrations.get_mut(&token).and_then(|r| r.handler.take());
+        let Some(mut handler) = handler else { return }; // gone, or lent already (it runs)
+
         // A panic serving one client must not take the others down: `catch_unwind` stops it
         // here (the hook printed it), and we close that registration, never to use it again.
         let outcome = panic::catch_unwind(AssertUnwindSafe(|| f(&mut *handler, self, state)));

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use shared::app::{self, Action, Context, Stats};
 use shared::args::{Config, Extra};
-use shared::http::{self, date, Response};
+use shared::http::{date, Request, Response};
 use shared::signals::Signals;
 use shared::{files, listener, log, trace};
 
@@ -46,6 +46,9 @@ struct Server {
     date: String,
 }
 // ANCHOR_END: server
+
+/// This server's event loop: every callback it runs gets the `Server`.
+type ServerLoop = EventLoop<Server>;
 
 fn main() {
     let config = Config::from_args("ch04-scheduler", &[Extra::Timeouts]);
@@ -89,18 +92,18 @@ fn main() {
 }
 
 impl Server {
-    fn stats(&self, event_loop: &EventLoop<Server>) -> Stats {
+    fn stats(&self, event_loop: &ServerLoop) -> Stats {
         Stats {
             connections_open: self.connections_open,
             requests_served: self.requests_served,
-            loop_turns: event_loop.turns(),
+            loop_turns: event_loop.turns,
             timers_pending: event_loop.timers_pending() as u64,
             ..Stats::default() // no jobs: chapter 6
         }
     }
 
     /// A connection has closed, for whatever reason (see `Connection::on_close`).
-    fn connection_closed(&mut self, event_loop: &mut EventLoop<Server>) {
+    fn connection_closed(&mut self, event_loop: &mut ServerLoop) {
         self.connections_open -= 1;
         // A descriptor is free: if accepting had paused for lack of them, resume.
         if let Some(listener) = self.listener {
@@ -112,9 +115,7 @@ impl Server {
 // ANCHOR: accept
 /// The listening socket, as a handler: readable means clients are waiting to be accepted.
 impl Handler<Server> for TcpListener {
-    fn on_readable(
-        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
-    ) {
+    fn on_readable(&mut self, event_loop: &mut ServerLoop, token: Token, server: &mut Server) {
         let accepting = listener::accept_all(self, |stream, peer| {
             // Readable: the client speaks first.
             let client = event_loop.register(Connection::new(stream), Interest::READABLE);
@@ -139,7 +140,7 @@ impl Handler<Server> for TcpListener {
 /// SIGINT or SIGTERM arrived (a byte in the signal pipe): shut down gracefully. This is an
 /// ordinary callback, not a signal handler, so it may touch anything.
 impl Handler<Server> for Signals {
-    fn on_readable(&mut self, event_loop: &mut EventLoop<Server>, _: Token, server: &mut Server) {
+    fn on_readable(&mut self, event_loop: &mut ServerLoop, _: Token, server: &mut Server) {
         let Some(signal) = self.take() else { return };
         if server.shutdown_deadline.is_some() {
             return; // a second signal: the shutdown is already under way
@@ -160,7 +161,7 @@ impl Handler<Server> for Signals {
 // ANCHOR: refresh_date
 /// Formats the `Date` header anew, once a second (nginx caches it too). A timer that sets
 /// the next one is a periodic timer; each beat comes a little late, which a date does not mind.
-fn refresh_date(event_loop: &mut EventLoop<Server>, server: &mut Server) {
+fn refresh_date(event_loop: &mut ServerLoop, server: &mut Server) {
     server.date = date::now();
     event_loop.add_timer(Duration::from_secs(1), refresh_date);
 }
@@ -180,7 +181,7 @@ enum Effect {
 }
 
 impl Effect {
-    fn cancel(&self, event_loop: &mut EventLoop<Server>, server: &mut Server) {
+    fn cancel(&self, event_loop: &mut ServerLoop, server: &mut Server) {
         match self {
             Effect::Sleep(timer) => drop(event_loop.cancel_timer(*timer)),
             Effect::Upstream { socket, timeout } => {
@@ -193,9 +194,7 @@ impl Effect {
 
 /// Asks the application what to do, and starts doing it. New in chapter 4: `/sleep` and
 /// the upstream answer the connection `token` later. Files still block (chapter 6).
-fn run_app(
-    request: &http::Request, event_loop: &mut EventLoop<Server>, token: Token, server: &Server,
-) -> Reply {
+fn run_app(request: &Request, event_loop: &mut ServerLoop, token: Token, server: &Server) -> Reply {
     let config = &server.config;
     let stats = server.stats(event_loop);
     let context = Context { chapter: config.chapter, upstream: config.upstream, stats };

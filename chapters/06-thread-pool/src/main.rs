@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use shared::app::{self, Action, Context, Stats};
 use shared::args::{Config, Extra};
-use shared::http::{self, date, Response};
+use shared::http::{date, Request, Response};
 use shared::self_pipe::SelfPipe;
 use shared::signals::Signals;
 use shared::{files, listener, log, trace};
@@ -51,6 +51,9 @@ struct Server {
 }
 // ANCHOR_END: server
 
+/// This server's event loop: every callback it runs gets the `Server`.
+type ServerLoop = EventLoop<Server>;
+
 fn main() {
     let config = Config::from_args("ch06-thread-pool", &[Extra::Timeouts, Extra::Workers]);
     if config.trace {
@@ -81,7 +84,7 @@ fn main() {
     event_loop.register(signals, Interest::READABLE);
     server.listener = Some(event_loop.register(listener, Interest::READABLE));
     event_loop.add_timer(Duration::from_secs(1), refresh_date);
-    event_loop.register(server.files.pool.doorbell(), Interest::READABLE);
+    event_loop.register(server.files.pool.doorbell.clone(), Interest::READABLE);
     // The loop: turn until a graceful shutdown is over (see `Signals::on_readable`).
     loop {
         let timeout = match server.shutdown_deadline {
@@ -100,12 +103,12 @@ fn main() {
 }
 
 impl Server {
-    fn stats(&self, event_loop: &EventLoop<Server>) -> Stats {
+    fn stats(&self, event_loop: &ServerLoop) -> Stats {
         let (jobs_queued, jobs_running) = self.files.pool.load();
         Stats {
             connections_open: self.connections_open,
             requests_served: self.requests_served,
-            loop_turns: event_loop.turns(),
+            loop_turns: event_loop.turns,
             timers_pending: event_loop.timers_pending() as u64,
             jobs_queued: jobs_queued as u64,
             jobs_running: jobs_running as u64,
@@ -114,7 +117,7 @@ impl Server {
     }
 
     /// A connection has closed, for whatever reason (see `Connection::on_close`).
-    fn connection_closed(&mut self, event_loop: &mut EventLoop<Server>) {
+    fn connection_closed(&mut self, event_loop: &mut ServerLoop) {
         self.connections_open -= 1;
         // A descriptor is free: if accepting had paused for lack of them, resume.
         if let Some(listener) = self.listener {
@@ -126,9 +129,7 @@ impl Server {
 // ANCHOR: accept
 /// The listening socket, as a handler: readable means clients are waiting to be accepted.
 impl Handler<Server> for TcpListener {
-    fn on_readable(
-        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
-    ) {
+    fn on_readable(&mut self, event_loop: &mut ServerLoop, token: Token, server: &mut Server) {
         let accepting = listener::accept_all(self, |stream, peer| {
             // Readable: the client speaks first.
             let client = event_loop.register(Connection::new(stream), Interest::READABLE);
@@ -153,7 +154,7 @@ impl Handler<Server> for TcpListener {
 /// SIGINT or SIGTERM arrived (a byte in the signal pipe): shut down gracefully. This is an
 /// ordinary callback, not a signal handler, so it may touch anything.
 impl Handler<Server> for Signals {
-    fn on_readable(&mut self, event_loop: &mut EventLoop<Server>, _: Token, server: &mut Server) {
+    fn on_readable(&mut self, event_loop: &mut ServerLoop, _: Token, server: &mut Server) {
         let Some(signal) = self.take() else { return };
         if server.shutdown_deadline.is_some() {
             return; // a second signal: the shutdown is already under way
@@ -174,7 +175,7 @@ impl Handler<Server> for Signals {
 // ANCHOR: doorbell
 /// The thread pool's doorbell, as a handler: readable when jobs have finished.
 impl Handler<Server> for Arc<SelfPipe> {
-    fn on_readable(&mut self, _: &mut EventLoop<Server>, _: Token, server: &mut Server) {
+    fn on_readable(&mut self, _: &mut ServerLoop, _: Token, server: &mut Server) {
         server.files.settle_finished();
     }
 }
@@ -182,7 +183,7 @@ impl Handler<Server> for Arc<SelfPipe> {
 
 /// Formats the `Date` header anew, once a second (nginx caches it too). A timer that sets
 /// the next one is a periodic timer; each beat comes a little late, which a date does not mind.
-fn refresh_date(event_loop: &mut EventLoop<Server>, server: &mut Server) {
+fn refresh_date(event_loop: &mut ServerLoop, server: &mut Server) {
     server.date = date::now();
     event_loop.add_timer(Duration::from_secs(1), refresh_date);
 }
@@ -202,7 +203,7 @@ enum Effect {
 }
 
 impl Effect {
-    fn cancel(&self, event_loop: &mut EventLoop<Server>, server: &mut Server) {
+    fn cancel(&self, event_loop: &mut ServerLoop, server: &mut Server) {
         match self {
             Effect::Sleep(timer) => drop(event_loop.cancel_timer(*timer)),
             Effect::Upstream { socket, timeout } => {
@@ -217,7 +218,7 @@ impl Effect {
 /// Asks the application what to do, and starts doing it. `/sleep`, the upstream and (new in
 /// chapter 6) files answer later, through a promise.
 fn run_app(
-    request: &http::Request, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
+    request: &Request, event_loop: &mut ServerLoop, token: Token, server: &mut Server,
 ) -> Reply {
     let config = &server.config;
     let stats = server.stats(event_loop);

@@ -16,8 +16,7 @@ use shared::trace;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Token(pub u64);
 
-/// What a registration waits for: the two questions `poll` answers, "may I read without
-/// waiting?" and "may I write without waiting?".
+/// What a registration waits for: "may I read without waiting?", "may I write?", as `poll` asks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Interest {
     pub readable: bool,
@@ -56,9 +55,8 @@ pub fn wait<'fd>(
         }
     }
     trace!("poll: waiting on {} fds, timeout {timeout:?}", fds.len());
-    // `None` waits as long as it takes; past `poll`'s range (24 days), as long as it may.
-    // `poll` counts whole milliseconds: rounded *up*, or it would wake just before a
-    // timer is due, find nothing to do, and poll again with a zero timeout: a busy loop.
+    // `None` waits as long as it takes; past `poll`'s range (24 days), as long as it may. In
+    // whole milliseconds rounded *up*, or it wakes just before a timer is due, to poll again.
     let timeout = timeout.map_or(PollTimeout::NONE, |timeout| {
         PollTimeout::try_from(timeout.as_nanos().div_ceil(1_000_000)).unwrap_or(PollTimeout::MAX)
     });

@@ -64,8 +64,7 @@ impl<T: 'static, S: 'static> Deferred<T, S> {
     }
 
     fn with_queue(ready: Ready<S>) -> (Deferred<T, S>, Promise<T, S>) {
-        let slot = Slot { outcome: None, step: None, ready };
-        let slot = Rc::new(RefCell::new(slot));
+        let slot = Rc::new(RefCell::new(Slot { outcome: None, step: None, ready }));
         (Deferred { slot: Some(slot.clone()) }, Promise { slot })
     }
 

@@ -16,8 +16,7 @@ fn collect<R: Send + 'static>(
     let mut done = Vec::new();
     while done.len() < count {
         let left = deadline.checked_duration_since(Instant::now()).expect("results in time");
-        let doorbell = pool.doorbell();
-        let mut fds = [PollFd::new(doorbell.as_fd(), PollFlags::POLLIN)];
+        let mut fds = [PollFd::new(pool.doorbell.as_fd(), PollFlags::POLLIN)];
         let timeout = PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX);
         if poll(&mut fds, timeout).unwrap_or(0) == 1 {
             done.extend(pool.finished());

@@ -25,8 +25,7 @@ use crate::timers::TimerId;
 pub fn fetch<S: 'static>(
     event_loop: &mut EventLoop<S>, address: SocketAddr, path_and_query: &str,
 ) -> Result<(Token, TimerId, Promise<Response, S>), Response> {
-    let stream = upstream::start_connecting(address).map_err(|_| cannot_connect())?;
-    let stream = Rc::new(stream);
+    let stream = Rc::new(upstream::start_connecting(address).map_err(|_| cannot_connect())?);
     let request = upstream::request(path_and_query, address);
     // The loop's half of the socket, and a promise that resolves when it becomes writable.
     let (connected, writable) = Deferred::new(event_loop);

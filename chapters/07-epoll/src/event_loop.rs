@@ -1,9 +1,8 @@
 //! The event loop: "call me back when this socket is ready", the way Redis has `ae.c`.
 //!
 //! - [`EventLoop::register`] takes a [`Handler`] (an object that owns a socket and has
-//!   callbacks) and an [`Interest`] (readable, writable, both), and returns a [`Token`].
-//! - [`EventLoop::set_interest`] changes what to wait for; [`EventLoop::deregister`] ends
-//!   the registration, which drops the handler and so closes its socket.
+//!   callbacks) and an [`Interest`] (readable, writable, both), and returns a [`Token`];
+//!   [`EventLoop::set_interest`] changes it; [`EventLoop::deregister`] drops the handler.
 //! - [`EventLoop::add_timer`] runs a callback after a delay; [`EventLoop::cancel_timer`] stops
 //!   it. Since chapter 4 the loop waits for time as well as for sockets (`timers.rs`).
 //! - New in chapter 5, the ready queue: callbacks that are ready to run, put there by promises
@@ -70,7 +69,8 @@ pub struct EventLoop<S> {
     timers: Timers<Callback<S>>,
     /// Callbacks ready to run on the next turn. Promises hold it too (see `ready_queue`).
     ready: ReadyQueue<S>,
-    turns: u64,
+    /// How many times the poller's wait has returned (for `/stats`).
+    pub turns: u64,
 }
 
 /// Code the loop runs later (a timer's, a promise's next step), lending it the loop and state.
@@ -97,8 +97,8 @@ impl<S: 'static> EventLoop<S> {
         })
     }
 
-    /// Starts watching `handler`'s socket for `interest`. The loop owns the handler from
-    /// now on, so the socket closes when the registration ends.
+    /// Starts watching `handler`'s socket for `interest`. The loop owns the handler: the
+    /// socket closes when the registration ends.
     pub fn register(
         &mut self, handler: impl Handler<S> + 'static, interest: Interest,
     ) -> io::Result<Token> {
@@ -155,11 +155,6 @@ impl<S: 'static> EventLoop<S> {
         for token in idle.map(|(&token, _)| token).collect::<Vec<_>>() {
             self.deregister(token, state);
         }
-    }
-
-    /// How many times the poller's wait has returned (for `/stats`).
-    pub fn turns(&self) -> u64 {
-        self.turns
     }
 
     // ANCHOR: turn
@@ -226,8 +221,7 @@ impl<S: 'static> EventLoop<S> {
     fn call(&mut self, token: Token, readable: bool, state: &mut S) {
         // The poller reported this before the turn's first callback, which may since have
         // deregistered it or changed its interest: look again (Redis: `fe->mask & mask`).
-        let Some(registration) = self.registrations.get(&token) else { return };
-        let interest = registration.interest;
+        let Some(&Registration { interest, .. }) = self.registrations.get(&token) else { return };
         if !(if readable { interest.readable } else { interest.writable }) {
             return;
         }
@@ -244,10 +238,9 @@ impl<S: 'static> EventLoop<S> {
         &mut self, token: Token, state: &mut S,
         f: impl FnOnce(&mut dyn Handler<S>, &mut EventLoop<S>, &mut S),
     ) {
-        let Some(mut handler) = self.registrations.get_mut(&token).and_then(|r| r.handler.take())
-        else {
-            return; // gone, or lent already (its own callback is running)
-        };
+        let handler = self.registrations.get_mut(&token).and_then(|r| r.handler.take());
+        let Some(mut handler) = handler else { return }; // gone, or lent already (it runs)
+
         // A panic serving one client must not take the others down: `catch_unwind` stops it
         // here (the hook printed it), and we close that registration, never to use it again.
         let outcome = panic::catch_unwind(AssertUnwindSafe(|| f(&mut *handler, self, state)));

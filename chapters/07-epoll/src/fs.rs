@@ -43,11 +43,10 @@ impl<S: 'static> Files<S> {
         &mut self, event_loop: &EventLoop<S>, root: PathBuf, relative: PathBuf,
     ) -> Promise<Chunk, S> {
         let delay = self.delay;
-        let job = self.pool.submit(move || {
+        self.run(event_loop, move || {
             let (mut file, length) = files::open(&root, &relative, delay)?;
             Ok(Chunk { bytes: files::read_chunk(&mut file, delay)?, length, file })
-        });
-        self.promise(event_loop, job)
+        })
     }
 
     /// Reads the next chunk of a file that `open` opened, on a worker.
@@ -55,16 +54,18 @@ impl<S: 'static> Files<S> {
         &mut self, event_loop: &EventLoop<S>, mut file: File, length: u64,
     ) -> Promise<Chunk, S> {
         let delay = self.delay;
-        let job = self.pool.submit(move || {
+        self.run(event_loop, move || {
             Ok(Chunk { bytes: files::read_chunk(&mut file, delay)?, length, file })
-        });
-        self.promise(event_loop, job)
+        })
     }
 
-    /// The promise of `job`'s result.
-    fn promise(&mut self, event_loop: &EventLoop<S>, job: JobId) -> Promise<Chunk, S> {
+    /// Queues `job` for a worker; the promise of its result.
+    fn run(
+        &mut self, event_loop: &EventLoop<S>,
+        job: impl FnOnce() -> io::Result<Chunk> + Send + 'static,
+    ) -> Promise<Chunk, S> {
         let (deferred, promise) = Deferred::new(event_loop);
-        self.promised.insert(job, deferred);
+        self.promised.insert(self.pool.submit(job), deferred);
         promise
     }
 

@@ -14,8 +14,7 @@ use nix::poll::PollTimeout;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Token(pub u64);
 
-/// What a registration waits for: the two questions `poll` answers, "may I read without
-/// waiting?" and "may I write without waiting?".
+/// What a registration waits for: "may I read without waiting?", "may I write?", as `poll` asks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Interest {
     pub readable: bool,
@@ -60,9 +59,8 @@ pub trait Poller {
 }
 // ANCHOR_END: poller
 
-/// `None` waits as long as it takes; past the kernel's range (24 days), as long as it may.
-/// `poll` and `epoll_wait` count whole milliseconds: rounded *up*, or the loop would wake
-/// just before a timer is due, find nothing to do, and wait again with a zero timeout.
+/// `None` waits as long as it takes; past the kernel's range (24 days), as long as it may. In
+/// whole milliseconds rounded *up*, or the loop wakes just before a timer is due, to wait again.
 pub fn milliseconds(timeout: Option<Duration>) -> PollTimeout {
     timeout.map_or(PollTimeout::NONE, |timeout| {
         PollTimeout::try_from(timeout.as_nanos().div_ceil(1_000_000)).unwrap_or(PollTimeout::MAX)

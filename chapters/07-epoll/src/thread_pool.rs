@@ -2,14 +2,12 @@
 //!
 //! `poll` cannot wait for a file: to the kernel a regular file is always "ready", and then
 //! `read` blocks as long as the disk takes. So, like libuv (Node.js), the loop `submit`s
-//! such work to a queue; a worker runs it, sends the result back on a channel, and rings the
-//! loop's doorbell, a [`SelfPipe`] (chapter 3's, for signals) watched like any socket. Only
-//! jobs and results cross threads: the loop's state does not.
+//! such work to a queue; a worker runs it, leaves the result beside the queue, and rings the
+//! loop's `doorbell`, a [`SelfPipe`] watched like any socket. Only jobs and results cross.
 
 use std::collections::VecDeque;
 use std::io;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
 
@@ -23,18 +21,19 @@ pub struct JobId(u64);
 /// A job: a blocking call, and what it returns.
 type Job<R> = Box<dyn FnOnce() -> R + Send>;
 
-/// What the workers share, under one lock: the jobs queued, and how many are running.
+/// What the workers and the loop share, under one lock: the jobs queued, how many are
+/// running, and the results the loop has yet to take (`Err` if the job panicked).
 struct Queue<R> {
     queued: VecDeque<(JobId, Job<R>)>,
     running: usize,
+    finished: Vec<(JobId, thread::Result<R>)>,
 }
 
 // ANCHOR: pool
 pub struct ThreadPool<R> {
     queue: Arc<(Mutex<Queue<R>>, Condvar)>,
-    /// Results come back here: the job's value, or `Err` if it panicked.
-    finished: Receiver<(JobId, thread::Result<R>)>,
-    doorbell: Arc<SelfPipe>,
+    /// The loop watches it: readable when results have come back.
+    pub doorbell: Arc<SelfPipe>,
     next_id: u64,
 }
 // ANCHOR_END: pool
@@ -48,18 +47,17 @@ fn lock<R>(queue: &Mutex<Queue<R>>) -> MutexGuard<'_, Queue<R>> {
 impl<R: Send + 'static> ThreadPool<R> {
     /// Starts `workers` threads.
     pub fn new(workers: usize) -> io::Result<ThreadPool<R>> {
-        let queue = Queue { queued: VecDeque::new(), running: 0 };
+        let queue = Queue { queued: VecDeque::new(), running: 0, finished: Vec::new() };
         let queue = Arc::new((Mutex::new(queue), Condvar::new()));
         let doorbell = Arc::new(SelfPipe::new()?);
-        let (results, finished) = mpsc::channel();
         // The workers are never joined: when `main` returns the process ends, and they
         // with it, so a worker stuck in a call that never returns cannot hold up the exit.
         for number in 0..workers {
-            let (queue, results, doorbell) = (queue.clone(), results.clone(), doorbell.clone());
+            let (queue, doorbell) = (queue.clone(), doorbell.clone());
             let worker = thread::Builder::new().name(format!("pool-worker-{number}"));
-            worker.spawn(move || work(&queue, &results, &doorbell))?;
+            worker.spawn(move || work(&queue, &doorbell))?;
         }
-        Ok(ThreadPool { queue, finished, doorbell, next_id: 0 })
+        Ok(ThreadPool { queue, doorbell, next_id: 0 })
     }
 
     // ANCHOR: submit
@@ -80,14 +78,9 @@ impl<R: Send + 'static> ThreadPool<R> {
     /// after still wakes the loop again (the other order could lose a wake-up).
     pub fn finished(&self) -> Vec<(JobId, thread::Result<R>)> {
         self.doorbell.drain();
-        self.finished.try_iter().collect()
+        std::mem::take(&mut lock(&self.queue.0).finished)
     }
     // ANCHOR_END: finished
-
-    /// The loop watches this: readable when results have come back.
-    pub fn doorbell(&self) -> Arc<SelfPipe> {
-        self.doorbell.clone()
-    }
 
     /// Jobs queued for a worker, and jobs running (for `/stats`).
     pub fn load(&self) -> (usize, usize) {
@@ -97,11 +90,8 @@ impl<R: Send + 'static> ThreadPool<R> {
 }
 
 // ANCHOR: work
-/// A worker's life: take a job, run it, send back the result, ring the loop's doorbell; again.
-fn work<R>(
-    queue: &(Mutex<Queue<R>>, Condvar), results: &Sender<(JobId, thread::Result<R>)>,
-    doorbell: &SelfPipe,
-) {
+/// A worker's life: take a job, run it, leave the result, ring the loop's doorbell; again.
+fn work<R>(queue: &(Mutex<Queue<R>>, Condvar), doorbell: &SelfPipe) {
     let (queue, work_ready) = queue;
     loop {
         let jobs = work_ready.wait_while(lock(queue), |jobs| jobs.queued.is_empty());
@@ -113,10 +103,10 @@ fn work<R>(
         // A job that panics costs its own result (an `Err`), not the worker.
         let result = panic::catch_unwind(AssertUnwindSafe(job));
         trace!("pool: finished {id:?}");
-        lock(queue).running -= 1;
-        if results.send((id, result)).is_err() {
-            return; // the pool is gone
-        }
+        let mut jobs = lock(queue);
+        jobs.running -= 1;
+        jobs.finished.push((id, result));
+        drop(jobs); // unlock before waking: the loop may be waiting for the lock
         doorbell.wake();
     }
 }

@@ -1,19 +1,16 @@
-//! New in chapter 6: a file sent a chunk at a time, each read on the thread pool when the
-//! client has taken most of the last (see `fs.rs`). A download holds about one chunk in
-//! memory, whatever the file's size.
+//! New in chapter 6: a file sent a chunk at a time, each read on the thread pool once the
+//! client has taken most of the last (`fs.rs`): about one chunk in memory, whatever the size.
 
 use std::fs::File;
 
 use shared::files;
 
 use super::{Connection, State};
-use crate::event_loop::EventLoop;
 use crate::fs::Chunk;
 use crate::poller::Token;
-use crate::Server;
+use crate::{Server, ServerLoop};
 
-/// What is left of a file to send: how many bytes, of how many, and the file to read them
-/// from (`None` while its next chunk is being read on the pool).
+/// What is left of a file to send, of how many bytes, and the file (`None` while it is read).
 pub struct Download {
     left: u64,
     length: u64,
@@ -29,7 +26,7 @@ impl Connection {
 
     /// Once the client has taken most of the last chunk, reads the next one.
     pub(super) fn read_more(
-        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
+        &mut self, event_loop: &mut ServerLoop, token: Token, server: &mut Server,
     ) {
         let room = self.pending_output() < files::CHUNK;
         let Some(download) = self.download.as_mut().filter(|_| room) else { return };
