@@ -140,7 +140,10 @@ impl Handler<Server> for TcpListener {
             // Readable: the client speaks first.
             let client = match event_loop.register(Connection::new(stream), Interest::READABLE) {
                 Ok(client) => client,
-                Err(error) => return trace!("accept: {peer}: cannot register: {error}"), // closes
+                Err(error) => {
+                    trace!("accept: {peer}: cannot register: {error}"); // dropped, so closed
+                    return;
+                }
             };
             trace!("accept: client {peer} (token {})", client.0);
             server.connections_open += 1;
