@@ -32,20 +32,16 @@ impl Connection {
         let Some(download) = self.download.as_mut().filter(|_| room) else { return };
         let Some(file) = download.file.take() else { return }; // being read already
         let next = server.files.read(event_loop, file, download.length);
-        next.on_settled(move |outcome, event_loop, server| {
-            event_loop.with_handler(
-                token,
-                server,
-                |connection: &mut Self, event_loop, _, server| {
-                    match outcome {
-                        Ok(chunk) => connection.add_chunk(chunk),
-                        // The head went out long ago: all we can do for a read error is stop short.
-                        Err(_) => connection.state = State::Done,
-                    }
-                    connection.try_respond(event_loop, token, server); // sends; then those behind
-                    connection.after_event(event_loop, token, server);
-                },
-            )
+        next.on_settled(move |outcome, event_loop, state| {
+            event_loop.with_handler(token, state, |connection: &mut Self, event_loop, _, server| {
+                match outcome {
+                    Ok(chunk) => connection.add_chunk(chunk),
+                    // The head went out long ago: a read error can only end it short.
+                    Err(_) => connection.state = State::Done,
+                }
+                connection.try_respond(event_loop, token, server); // sends; then those behind
+                connection.after_event(event_loop, token, server);
+            })
         });
     }
 
