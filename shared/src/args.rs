@@ -15,7 +15,7 @@ use std::time::Duration;
 pub enum Extra {
     /// `--keep-alive-timeout`, `--header-timeout` and `--send-timeout` (chapter 4 on: timers).
     Timeouts,
-    /// `--workers` and `--queue-limit` (chapter 6: the thread pool).
+    /// `--workers` (chapter 6: the thread pool).
     Workers,
     /// `--backend epoll|poll` (chapter 7: a second way to wait).
     Backend,
@@ -51,8 +51,6 @@ pub struct Config {
     pub send_timeout: Duration,
     /// Threads in the file-system pool (chapter 6).
     pub workers: usize,
-    /// Jobs that may wait for a worker before new ones are refused with 503 (chapter 6).
-    pub queue_limit: usize,
     /// How the loop waits: `Backend::Epoll` (the default) or `Backend::Poll` (chapter 7).
     pub backend: Backend,
     /// At most this many fetches from the upstream at once; the others wait (chapter 8).
@@ -98,7 +96,6 @@ impl Config {
             header_timeout: Duration::from_secs(10),
             send_timeout: Duration::from_secs(10),
             workers: 4,
-            queue_limit: 256,
             backend: Backend::Epoll,
             upstream_limit: 64,
             // One loop per core, as nginx's `worker_processes auto`.
@@ -151,7 +148,7 @@ impl Config {
                 "--keep-alive-timeout" | "--header-timeout" | "--send-timeout" => {
                     needs(Extra::Timeouts)?
                 }
-                "--workers" | "--queue-limit" => needs(Extra::Workers)?,
+                "--workers" => needs(Extra::Workers)?,
                 "--backend" => needs(Extra::Backend)?,
                 "--upstream-limit" => needs(Extra::UpstreamLimit)?,
                 "--threads" => needs(Extra::Threads)?,
@@ -189,9 +186,6 @@ impl Config {
                     if config.workers == 0 {
                         return Err(bad("at least 1"));
                     }
-                }
-                "--queue-limit" => {
-                    config.queue_limit = value.parse().map_err(|_| bad("a number of jobs"))?
                 }
                 "--threads" => {
                     config.threads = value.parse().map_err(|_| bad("a number of threads"))?;
@@ -252,7 +246,7 @@ pub fn usage(chapter: &str, extras: &[Extra]) -> String {
         text.push_str(&format!("\n{pad}[--backend epoll|poll]"));
     }
     if extras.contains(&Extra::Workers) {
-        text.push_str(&format!("\n{pad}[--workers N] [--queue-limit N]"));
+        text.push_str(&format!("\n{pad}[--workers N]"));
     }
     text
 }

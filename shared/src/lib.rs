@@ -12,14 +12,14 @@
 //! - [`files`]: serving files from `--root` without ever leaving it.
 //! - [`upstream`]: the bits of an HTTP client that `/upstream/` needs.
 //! - [`trace`]: `log!` and the `--trace` switch: lines on stderr that never fail.
-//! - [`waker`] and [`signals`]: the self-pipe that wakes an event loop, and SIGTERM through it.
+//! - [`self_pipe`] and [`signals`]: how a thread or a signal (SIGTERM) wakes an event loop.
 
 pub mod app;
 pub mod args;
 pub mod files;
 pub mod http;
 pub mod listener;
+pub mod self_pipe;
 pub mod signals;
 pub mod trace;
 pub mod upstream;
-pub mod waker;

@@ -10,7 +10,7 @@
 //!   more (nginx uses 511, Redis 511; Linux caps it at `net.core.somaxconn`).
 
 use std::io::{self, Write};
-use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::process::exit;
 
 use socket2::{Domain, Protocol, Socket, Type};
@@ -84,11 +84,40 @@ pub fn url(host: &str, port: u16) -> String {
 /// Is this `accept` error "out of file descriptors"? `EMFILE`: this process has used up
 /// its limit (`ulimit -n`); `ENFILE`: the whole system has. Neither is the client's fault
 /// nor fatal: the server must stop accepting for a moment, and every chapter from 2 on
-/// does (see its `accept` code).
+/// does (see [`accept_all`]).
 pub fn is_out_of_descriptors(error: &io::Error) -> bool {
     use nix::libc::{EMFILE, ENFILE};
     matches!(error.raw_os_error(), Some(EMFILE | ENFILE))
 }
+
+// ANCHOR: accept_all
+/// Accepts every client waiting on a non-blocking `listener`, until `accept` says
+/// `WouldBlock` (chapter 2's loop, the same in every chapter that polls), and hands each to
+/// `serve`, non-blocking too. Returns `false` when out of descriptors: the listener stays
+/// "ready" while clients wait, so polling it again at once would spin at 100% CPU. Stop
+/// watching it for a while.
+pub fn accept_all(listener: &TcpListener, mut serve: impl FnMut(TcpStream, SocketAddr)) -> bool {
+    loop {
+        match listener.accept() {
+            Ok((stream, peer)) => match stream.set_nonblocking(true) {
+                Ok(()) => serve(stream, peer),
+                Err(error) => crate::trace!("accept: {peer}: {error}"),
+            },
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => return true,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) if is_out_of_descriptors(&error) => {
+                crate::log!("accept: {error}; pausing accepts");
+                return false;
+            }
+            Err(error) => {
+                // A client that connected and reset before we accepted it, and the like.
+                crate::trace!("accept: {error}");
+                return true;
+            }
+        }
+    }
+}
+// ANCHOR_END: accept_all
 
 #[cfg(test)]
 mod tests {
@@ -99,6 +128,28 @@ mod tests {
         assert_eq!(url("127.0.0.1", 8080), "http://127.0.0.1:8080");
         assert_eq!(url("localhost", 80), "http://localhost:80");
         assert_eq!(url("::1", 8080), "http://[::1]:8080");
+    }
+
+    #[test]
+    fn accept_all_takes_every_waiting_client_then_stops() {
+        let listener = bind("127.0.0.1", 0, true).expect("a listener");
+        let address = listener.local_addr().expect("its address");
+        let clients: Vec<_> = (0..3).map(|_| std::net::TcpStream::connect(address)).collect();
+        let mut accepted = Vec::new();
+        // The handshakes finish in the kernel: wait until all three are there to accept.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while accepted.len() < 3 && std::time::Instant::now() < deadline {
+            assert!(accept_all(&listener, |stream, _| accepted.push(stream)));
+        }
+        assert_eq!(accepted.len(), 3, "{clients:?}");
+        assert!(
+            accepted.iter().all(|stream| {
+                let mut byte = [0u8];
+                let read = io::Read::read(&mut &*stream, &mut byte);
+                matches!(read, Err(error) if error.kind() == io::ErrorKind::WouldBlock)
+            }),
+            "handed over non-blocking"
+        );
     }
 
     #[test]

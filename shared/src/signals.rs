@@ -1,11 +1,11 @@
-//! SIGINT and SIGTERM as ordinary events in the loop, through a [`Waker`].
+//! SIGINT and SIGTERM as ordinary events in the loop, through a [`SelfPipe`].
 //!
 //! A signal can arrive at any instant, between any two machine instructions of the loop.
 //! A signal handler may therefore do almost nothing: only "async-signal-safe" calls, and
 //! certainly not take a lock, allocate, or touch the server's state. But a graceful
 //! shutdown needs the server's state (close the listener, find the idle connections).
 //!
-//! So the handler only writes the signal's number as one byte into a [`Waker`], whose read
+//! So the handler only writes the signal's number as one byte into a [`SelfPipe`], whose read
 //! end the loop watches like any client. The byte makes it readable; `poll` wakes (it also
 //! returns early with EINTR when the signal lands while we wait); and the loop runs the
 //! callback for it, an ordinary function that may do anything.
@@ -18,16 +18,16 @@ use nix::errno::Errno;
 use nix::libc;
 use nix::sys::signal::{self, SaFlags, SigAction, SigHandler, SigSet, Signal};
 
-use crate::waker::Waker;
+use crate::self_pipe::SelfPipe;
 
-/// The waker the handler writes to. A static, because a signal handler receives nothing
+/// The self-pipe the handler writes to. A static, because a signal handler receives nothing
 /// but the signal number. It lives until the process ends, so a signal that arrives at the
 /// very end still finds it: the handler never writes into a closed descriptor.
-static WAKER: OnceLock<Waker> = OnceLock::new();
+static PIPE: OnceLock<SelfPipe> = OnceLock::new();
 
 /// The loop's side: readable once SIGINT or SIGTERM has arrived.
 pub struct Signals {
-    waker: &'static Waker,
+    pipe: &'static SelfPipe,
 }
 
 impl Signals {
@@ -44,11 +44,11 @@ impl Signals {
 
     // ANCHOR: install
     fn try_install() -> io::Result<Signals> {
-        if WAKER.get().is_none() {
-            // Only the first call's waker is kept; a second `install` reuses it.
-            let _ = WAKER.set(Waker::new()?);
+        if PIPE.get().is_none() {
+            // Only the first call's pipe is kept; a second `install` reuses it.
+            let _ = PIPE.set(SelfPipe::new()?);
         }
-        let waker = WAKER.get().ok_or_else(|| io::Error::other("no waker for signals"))?;
+        let pipe = PIPE.get().ok_or_else(|| io::Error::other("no self-pipe for signals"))?;
         // SA_RESTART: a signal that lands during another system call (a blocking read of a
         // file, say) restarts that call instead of failing it with EINTR. `poll` is the
         // exception: it always returns EINTR, which is what wakes the loop early.
@@ -59,20 +59,20 @@ impl Signals {
             // this line and never changes again, and calls `write(2)`; nothing else.
             unsafe { signal::sigaction(signal, &action) }.map_err(io::Error::from)?;
         }
-        Ok(Signals { waker })
+        Ok(Signals { pipe })
     }
     // ANCHOR_END: install
 
     /// Empties the pipe and returns the last signal that arrived, if any.
     pub fn take(&self) -> Option<Signal> {
-        let byte = self.waker.drain()?;
+        let byte = self.pipe.drain()?;
         Signal::try_from(i32::from(byte)).ok()
     }
 }
 
 impl AsFd for Signals {
     fn as_fd(&self) -> BorrowedFd<'_> {
-        self.waker.as_fd()
+        self.pipe.as_fd()
     }
 }
 
@@ -82,8 +82,8 @@ extern "C" fn on_signal(signal: libc::c_int) {
     // `write` may set errno, and the code we interrupted may be about to read errno from
     // its own failed call. Put it back as it was.
     let saved_errno = Errno::last_raw();
-    if let Some(waker) = WAKER.get() {
-        waker.wake_with(signal as u8); // SIGINT is 2, SIGTERM 15: one byte holds them
+    if let Some(pipe) = PIPE.get() {
+        pipe.wake_with(signal as u8); // SIGINT is 2, SIGTERM 15: one byte holds them
     }
     Errno::set_raw(saved_errno);
 }

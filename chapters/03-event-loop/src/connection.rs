@@ -22,14 +22,15 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use shared::http::{self, date, response::Framing, Parse, Response};
 use shared::trace;
 
-use crate::event_loop::{EventLoop, Handler, Interest, Token};
-use crate::Server;
+use crate::event_loop::Handler;
+use crate::poll_backend::{Interest, Token};
+use crate::{Server, ServerLoop};
 
 /// How much a lingering connection may send us before we stop being polite and close.
 const MAX_DISCARD: usize = 1024 * 1024;
 
 /// Unsent output above which we stop reading and answering this client (backpressure).
-const MAX_PENDING_OUTPUT: usize = 1024 * 1024;
+const MAX_PENDING: usize = 1024 * 1024;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -70,13 +71,14 @@ impl Connection {
         }
     }
 
-    pub fn is_done(&self) -> bool {
-        self.state == State::Done
-    }
-
     // ANCHOR: reading
     fn pending_output(&self) -> usize {
         self.out.len() - self.written
+    }
+
+    /// Nothing owed to the client: every request read so far is answered, and sent.
+    fn owes_nothing(&self) -> bool {
+        self.state == State::Reading && self.pending_output() == 0
     }
 
     /// What the loop should watch for on this socket.
@@ -84,7 +86,7 @@ impl Connection {
         // Readable, always: that is also how we learn that a client went away. Except after
         // end-of-file, which stays "readable" forever (a busy loop), and while much output
         // waits: not reading pushes back on a client that never reads our answers.
-        let readable = !self.peer_closed && self.pending_output() <= MAX_PENDING_OUTPUT;
+        let readable = !self.peer_closed && self.pending_output() <= MAX_PENDING;
         // Writable only with something to write: asking always would wake us every turn too.
         Interest { readable, writable: self.pending_output() > 0 }
     }
@@ -127,9 +129,9 @@ impl Connection {
     // ANCHOR: try_respond
     /// Answers every whole request received so far, in order, and starts sending. Pipelined
     /// requests that arrived together get their answers in one `write`, usually.
-    fn try_respond(&mut self, event_loop: &EventLoop<Server>, server: &mut Server) {
+    fn try_respond(&mut self, event_loop: &ServerLoop, server: &mut Server) {
         let mut start = 0; // where the next unanswered request begins in `received`
-        while self.state == State::Reading && self.pending_output() <= MAX_PENDING_OUTPUT {
+        while self.state == State::Reading && self.pending_output() <= MAX_PENDING {
             match http::parse(&self.received[start..]) {
                 Parse::Complete { request, consumed } => {
                     start += consumed;
@@ -157,8 +159,8 @@ impl Connection {
 
     /// Adds the answer to one request to the output.
     fn respond(&mut self, response: &Response, mut framing: Framing, server: &mut Server) {
-        // Keep the connection if the client wants to (HTTP/1.1 unless `Connection: close`;
-        // HTTP/1.0 if `keep-alive`), the response allows it, and we are not shutting down.
+        // Keep the connection if the client asks to (see `Framing`), the response allows it,
+        // and we are not shutting down.
         framing.keep_alive &= !response.close && server.shutdown_deadline.is_none();
         let (name, date) = (server.config.chapter, date::now());
         http::response::write_response(&mut self.out, response, &framing, name, &date);
@@ -203,10 +205,9 @@ impl Connection {
         }
     }
 
-    /// Closes without losing the response. Closing while the client is still sending (a
-    /// pipelined request, a rejected body) makes the kernel send a reset, which can destroy
-    /// the response unread. So we shut our side, wait for the client to close its own
-    /// (throwing away what still comes), then close: nginx's "lingering close".
+    /// Closes without losing the response: closing while the client still sends (a pipelined
+    /// request, a rejected body) sends a reset, which can destroy the answer unread. So, as
+    /// nginx's "lingering close": shut our side; close once the client closes its own.
     fn start_lingering(&mut self) {
         let _ = self.stream.shutdown(Shutdown::Write);
         self.state = if self.peer_closed { State::Done } else { State::Lingering };
@@ -215,25 +216,23 @@ impl Connection {
 
     // ANCHOR: after_event
     /// After every callback: finish, or tell the loop what to wait for next.
-    fn after_event(
-        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
-    ) {
+    fn after_event(&mut self, event_loop: &mut ServerLoop, token: Token, server: &mut Server) {
         // Nothing left to answer or send. Finish if the client shut its side (no request
         // can come), or if we are shutting down and no request has begun.
         let no_more =
             self.peer_closed || (server.shutdown_deadline.is_some() && self.received.is_empty());
-        if self.state == State::Reading && self.pending_output() == 0 && no_more {
+        if self.owes_nothing() && no_more {
             self.state = State::Done;
         }
         // A lingering one too, during a shutdown: it counts as idle (see `is_idle`).
         if self.state == State::Lingering && server.shutdown_deadline.is_some() {
             self.state = State::Done;
         }
-        if self.is_done() {
+        if self.state == State::Done {
             event_loop.deregister(token, server); // we are dropped once this callback returns
-        } else {
-            event_loop.set_interest(token, self.interest());
+            return;
         }
+        event_loop.set_interest(token, self.interest());
     }
     // ANCHOR_END: after_event
 
@@ -244,31 +243,26 @@ impl Connection {
 
 // ANCHOR: callbacks
 impl Handler<Server> for Connection {
-    fn on_readable(
-        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
-    ) {
+    fn on_readable(&mut self, event_loop: &mut ServerLoop, token: Token, server: &mut Server) {
         self.read_request();
         self.try_respond(event_loop, server);
         self.after_event(event_loop, token, server);
     }
 
-    fn on_writable(
-        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
-    ) {
+    fn on_writable(&mut self, event_loop: &mut ServerLoop, token: Token, server: &mut Server) {
         // Sends first; then answers requests held back while output piled up.
         self.send();
         self.try_respond(event_loop, server);
         self.after_event(event_loop, token, server);
     }
 
-    fn on_close(&mut self, event_loop: &mut EventLoop<Server>, _: Token, server: &mut Server) {
+    fn on_close(&mut self, event_loop: &mut ServerLoop, _: Token, server: &mut Server) {
         trace!("fd {}: closed", self.fd());
         server.connection_closed(event_loop);
     }
 
     fn is_idle(&self) -> bool {
-        let between_requests =
-            self.state == State::Reading && self.received.is_empty() && self.pending_output() == 0;
+        let between_requests = self.owes_nothing() && self.received.is_empty();
         // Lingering too: until chapter 4's timers bound lingering, a client that keeps its
         // socket open after its last answer would hold a shutdown for the grace period.
         between_requests || self.state == State::Lingering

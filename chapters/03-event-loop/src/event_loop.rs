@@ -1,9 +1,8 @@
 //! The event loop: "call me back when this socket is ready", the way Redis has `ae.c`.
 //!
 //! - [`EventLoop::register`] takes a [`Handler`] (an object that owns a socket and has
-//!   callbacks) and an [`Interest`] (readable, writable, both), and returns a [`Token`].
-//! - [`EventLoop::set_interest`] changes what to wait for; [`EventLoop::deregister`] ends
-//!   the registration, which drops the handler and so closes its socket.
+//!   callbacks) and an [`Interest`] (readable, writable, both), and returns a [`Token`];
+//!   [`EventLoop::set_interest`] changes it; [`EventLoop::deregister`] drops the handler.
 //! - [`EventLoop::turn`] waits in `poll` (`poll_backend.rs`), then runs the callbacks of
 //!   the sockets that are ready, like Redis's `aeProcessEvents`.
 
@@ -15,28 +14,7 @@ use std::time::Duration;
 
 use shared::{log, trace};
 
-use crate::poll_backend;
-
-// ANCHOR: token
-/// Names one registration. Tokens are never reused, so an old token can never name a newer
-/// registration by mistake: it names nothing. (mio calls it the same.)
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Token(pub u64);
-
-/// What a registration waits for: the two questions `poll` answers, "may I read without
-/// waiting?" and "may I write without waiting?".
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Interest {
-    pub readable: bool,
-    pub writable: bool,
-}
-
-impl Interest {
-    /// Wait for nothing for now; the registration stays.
-    pub const NONE: Interest = Interest { readable: false, writable: false };
-    pub const READABLE: Interest = Interest { readable: true, writable: false };
-}
-// ANCHOR_END: token
+use crate::poll_backend::{self, Interest, Token};
 
 // ANCHOR: handler
 /// What the loop calls back. A handler owns its socket and lends it to the loop (`AsFd`).
@@ -72,7 +50,8 @@ pub struct EventLoop<S> {
     /// In token order: each turn serves the oldest first, and runs repeat exactly.
     registrations: BTreeMap<Token, Registration<S>>,
     next_token: u64,
-    turns: u64,
+    /// How many times `poll` has returned (for `/stats`).
+    pub turns: u64,
 }
 
 impl<S> EventLoop<S> {
@@ -80,8 +59,8 @@ impl<S> EventLoop<S> {
         EventLoop { registrations: BTreeMap::new(), next_token: 0, turns: 0 }
     }
 
-    /// Starts watching `handler`'s socket for `interest`. The loop owns the handler from
-    /// now on, so the socket closes when the registration ends.
+    /// Starts watching `handler`'s socket for `interest`. The loop owns the handler: the
+    /// socket closes when the registration ends.
     pub fn register(&mut self, handler: impl Handler<S> + 'static, interest: Interest) -> Token {
         let token = Token(self.next_token);
         self.next_token += 1;
@@ -111,22 +90,14 @@ impl<S> EventLoop<S> {
     /// Deregisters every idle handler: the first step of a graceful shutdown, as nginx's
     /// `ngx_close_idle_connections` does. The busy ones are left to finish.
     pub fn close_idle(&mut self, state: &mut S) {
-        let mut idle = Vec::new();
-        for (&token, registration) in &self.registrations {
-            if registration.handler.as_ref().is_some_and(|handler| handler.is_idle()) {
-                idle.push(token);
-            }
-        }
-        for token in idle {
+        let idle = self.registrations.iter().filter(|(_, registration)| {
+            registration.handler.as_ref().is_some_and(|handler| handler.is_idle())
+        });
+        for token in idle.map(|(&token, _)| token).collect::<Vec<_>>() {
             self.deregister(token, state);
         }
     }
     // ANCHOR_END: registrations
-
-    /// How many times `poll` has returned (for `/stats`).
-    pub fn turns(&self) -> u64 {
-        self.turns
-    }
 
     // ANCHOR: turn
     /// One turn: wait until something is ready (at most `timeout`; `None`: no limit), then
@@ -163,18 +134,14 @@ impl<S> EventLoop<S> {
     fn call(&mut self, token: Token, readable: bool, state: &mut S) {
         // `poll` reported this before the turn's first callback, which may since have
         // deregistered it or changed its interest: look again (Redis: `fe->mask & mask`).
-        let Some(registration) = self.registrations.get(&token) else { return };
-        let interest = registration.interest;
+        let Some(&Registration { interest, .. }) = self.registrations.get(&token) else { return };
         if !(if readable { interest.readable } else { interest.writable }) {
             return;
         }
         trace!("token {} {}", token.0, if readable { "readable" } else { "writable" });
-        self.lend(token, state, |handler, event_loop, state| {
-            if readable {
-                handler.on_readable(event_loop, token, state)
-            } else {
-                handler.on_writable(event_loop, token, state)
-            }
+        self.lend(token, state, |handler, event_loop, state| match readable {
+            true => handler.on_readable(event_loop, token, state),
+            false => handler.on_writable(event_loop, token, state),
         });
     }
 
@@ -184,13 +151,11 @@ impl<S> EventLoop<S> {
         &mut self, token: Token, state: &mut S,
         f: impl FnOnce(&mut dyn Handler<S>, &mut EventLoop<S>, &mut S),
     ) {
-        let Some(mut handler) = self.registrations.get_mut(&token).and_then(|r| r.handler.take())
-        else {
-            return; // gone, or lent already (its own callback is running)
-        };
-        // A bug that panics while serving one client must not take the others down with it.
-        // `catch_unwind` stops the panic here (the hook has printed its message), and we
-        // close that registration: nothing half-updated is used again (`AssertUnwindSafe`).
+        let handler = self.registrations.get_mut(&token).and_then(|r| r.handler.take());
+        let Some(mut handler) = handler else { return }; // gone, or lent already (it runs)
+
+        // A panic serving one client must not take the others down: `catch_unwind` stops it
+        // here (the hook printed it), and we close that registration, never to use it again.
         let outcome = panic::catch_unwind(AssertUnwindSafe(|| f(&mut *handler, self, state)));
         if outcome.is_err() {
             log!("token {}: a callback panicked; closing it", token.0);

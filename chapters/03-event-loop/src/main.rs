@@ -12,7 +12,6 @@ mod connection;
 mod event_loop;
 mod poll_backend;
 
-use std::io;
 use std::net::TcpListener;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -24,7 +23,8 @@ use shared::signals::Signals;
 use shared::{files, listener, log, trace, upstream};
 
 use connection::Connection;
-use event_loop::{EventLoop, Handler, Interest, Token};
+use event_loop::{EventLoop, Handler};
+use poll_backend::{Interest, Token};
 
 /// How long a graceful shutdown waits for the connections still busy.
 const GRACE_PERIOD: Duration = Duration::from_secs(5);
@@ -41,6 +41,9 @@ struct Server {
     shutdown_deadline: Option<Instant>,
 }
 // ANCHOR_END: server
+
+/// This server's event loop: every callback it runs gets the `Server`.
+type ServerLoop = EventLoop<Server>;
 
 fn main() {
     let config = Config::from_args("ch03-event-loop", &[]);
@@ -69,10 +72,8 @@ fn main() {
         let timeout = match server.shutdown_deadline {
             None => None,                                     // serving: wait as long as it takes
             Some(_) if server.connections_open == 0 => break, // shut down: nothing left to do
-            Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
-                Some(left) => Some(left),
-                None => break, // out of patience with the connections left
-            },
+            Some(deadline) if deadline <= Instant::now() => break, // out of patience with the rest
+            Some(deadline) => Some(deadline.saturating_duration_since(Instant::now())),
         };
         if let Err(error) = event_loop.turn(timeout, &mut server) {
             log!("poll failed: {error}");
@@ -84,17 +85,17 @@ fn main() {
 }
 
 impl Server {
-    fn stats(&self, event_loop: &EventLoop<Server>) -> Stats {
+    fn stats(&self, event_loop: &ServerLoop) -> Stats {
         Stats {
             connections_open: self.connections_open,
             requests_served: self.requests_served,
-            loop_turns: event_loop.turns(),
+            loop_turns: event_loop.turns,
             ..Stats::default() // no timers, no jobs: chapters 4 and 6
         }
     }
 
     /// A connection has closed, for whatever reason (see `Connection::on_close`).
-    fn connection_closed(&mut self, event_loop: &mut EventLoop<Server>) {
+    fn connection_closed(&mut self, event_loop: &mut ServerLoop) {
         self.connections_open -= 1;
         // A descriptor is free: if accepting had paused for lack of them, resume.
         if let Some(listener) = self.listener {
@@ -106,45 +107,16 @@ impl Server {
 // ANCHOR: accept
 /// The listening socket, as a handler: readable means clients are waiting to be accepted.
 impl Handler<Server> for TcpListener {
-    fn on_readable(
-        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
-    ) {
-        if !accept_all(self, event_loop, server) {
+    fn on_readable(&mut self, event_loop: &mut ServerLoop, token: Token, server: &mut Server) {
+        let accepting = listener::accept_all(self, |stream, peer| {
+            // Readable: the client speaks first.
+            let client = event_loop.register(Connection::new(stream), Interest::READABLE);
+            trace!("accept: client {peer} (token {})", client.0);
+            server.connections_open += 1;
+        });
+        if !accepting {
+            // Out of descriptors: stop watching until a connection closes (`connection_closed`).
             event_loop.set_interest(token, Interest::NONE);
-        }
-    }
-}
-
-/// Accepts every client that is waiting, until `accept` says `WouldBlock`, and registers
-/// each with the loop. Returns whether to keep polling the listener.
-fn accept_all(
-    listener: &TcpListener, event_loop: &mut EventLoop<Server>, server: &mut Server,
-) -> bool {
-    loop {
-        match listener.accept() {
-            Ok((stream, peer)) => {
-                if let Err(error) = stream.set_nonblocking(true) {
-                    trace!("accept: {peer}: {error}");
-                    continue;
-                }
-                // Readable: the client speaks first.
-                let token = event_loop.register(Connection::new(stream), Interest::READABLE);
-                trace!("accept: client {peer} (token {})", token.0);
-                server.connections_open += 1;
-            }
-            Err(error) if error.kind() == io::ErrorKind::WouldBlock => return true,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-            Err(error) if listener::is_out_of_descriptors(&error) => {
-                // The listener stays "ready" while clients wait: polling it would spin at
-                // 100% CPU. Stop watching it until a connection closes (`connection_closed`).
-                log!("accept: {error}; pausing accepts");
-                return false;
-            }
-            Err(error) => {
-                // A client that connected and reset before we accepted it, and the like.
-                trace!("accept: {error}");
-                return true;
-            }
         }
     }
 }
@@ -154,7 +126,7 @@ fn accept_all(
 /// SIGINT or SIGTERM arrived (a byte in the signal pipe): shut down gracefully. This is an
 /// ordinary callback, not a signal handler, so it may touch anything.
 impl Handler<Server> for Signals {
-    fn on_readable(&mut self, event_loop: &mut EventLoop<Server>, _: Token, server: &mut Server) {
+    fn on_readable(&mut self, event_loop: &mut ServerLoop, _: Token, server: &mut Server) {
         let Some(signal) = self.take() else { return };
         if server.shutdown_deadline.is_some() {
             return; // a second signal: the shutdown is already under way

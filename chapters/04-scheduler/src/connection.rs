@@ -11,11 +11,9 @@
 //!   client left, error, reset: any state goes straight to Done ───────────────────────────┘
 //! ```
 //!
-//! Since chapter 3: the loop calls the connection (the `Handler` impl at the end), which
-//! serves request after request (keep-alive), several at once if they come so (pipelining).
-//!
-//! New in chapter 4, time: a request may wait (`/sleep`, `/upstream/`), and those pipelined
-//! behind it, for [`Connection::answer`]; and a client has only so long to act (`deadline`).
+//! Since chapter 3 the loop calls it (the `Handler` impl), request after request, pipelined
+//! or not. New in chapter 4, time: a request may wait for [`Connection::answer`] (`/sleep`,
+//! `/upstream/`), those behind it too; and a client has only so long to act (`deadline`).
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -26,19 +24,19 @@ use shared::args::Config;
 use shared::http::{self, response::Framing, Parse, Response};
 use shared::trace;
 
-use crate::event_loop::{EventLoop, Handler, Interest, Token};
+use crate::event_loop::Handler;
+use crate::poll_backend::{Interest, Token};
 use crate::timers::TimerId;
-use crate::{Effect, Reply, Server};
+use crate::{Effect, Reply, Server, ServerLoop};
 
 /// How much a lingering connection may send us before we stop being polite and close.
 const MAX_DISCARD: usize = 1024 * 1024;
 
-/// How long a lingering connection waits for the client to fall silent: what it sent before
-/// it saw our answer arrives within a round trip, and 500 ms is many round trips.
+/// How long a lingering connection waits for the client to fall silent: many round trips.
 const LINGER_QUIET: Duration = Duration::from_millis(500);
 
 /// Unsent output above which we stop reading and answering this client (backpressure).
-const MAX_PENDING_OUTPUT: usize = 1024 * 1024;
+const MAX_PENDING: usize = 1024 * 1024;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -67,8 +65,8 @@ pub struct Connection {
     discarded: usize,
     /// Lingering: since when the client has sent nothing (see `deadline`).
     quiet_since: Instant,
-    /// A request whose answer comes later, and how to frame that answer.
-    waiting: Option<(Effect, Framing)>,
+    /// The effect a request waits on (its answer comes later), and how to frame that answer.
+    effect: Option<(Effect, Framing)>,
     /// Its timeouts count from here: connect, output given or taken, or a next request begun.
     since: Instant,
     /// It has had an answer: idle now, it is kept alive, no longer new.
@@ -89,19 +87,25 @@ impl Connection {
             peer_closed: false,
             discarded: 0,
             quiet_since: Instant::now(),
-            waiting: None,
+            effect: None,
             since: Instant::now(),
             kept_alive: false,
             deadline_timer: None,
         }
     }
 
-    pub fn is_done(&self) -> bool {
-        self.state == State::Done
-    }
-
     fn pending_output(&self) -> usize {
         self.out.len() - self.written
+    }
+
+    /// A request is being answered later (see `effect`): those pipelined behind it wait.
+    fn busy(&self) -> bool {
+        self.effect.is_some()
+    }
+
+    /// Nothing owed to the client: every request read so far is answered, and sent.
+    fn owes_nothing(&self) -> bool {
+        self.state == State::Reading && !self.busy() && self.pending_output() == 0
     }
 
     /// What the loop should watch for on this socket.
@@ -109,9 +113,8 @@ impl Connection {
         // Readable, always (that is how we learn a client left), except after end-of-file,
         // which stays "readable" forever (a busy loop), and while much output waits or many
         // requests queue behind a waiting one: not reading pushes back on the client.
-        let queue_full = self.waiting.is_some() && self.received.len() > MAX_PENDING_OUTPUT;
-        let readable =
-            !self.peer_closed && self.pending_output() <= MAX_PENDING_OUTPUT && !queue_full;
+        let queue_full = self.busy() && self.received.len() > MAX_PENDING;
+        let readable = !self.peer_closed && self.pending_output() <= MAX_PENDING && !queue_full;
         // Writable only with something to write: asking always would wake us every turn too.
         Interest { readable, writable: self.pending_output() > 0 }
     }
@@ -157,23 +160,17 @@ impl Connection {
     // ANCHOR: try_respond
     /// Answers every whole request received so far, in order, and starts sending. Pipelined
     /// requests that arrived together get their answers in one `write`, usually.
-    fn try_respond(
-        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
-    ) {
+    fn try_respond(&mut self, event_loop: &mut ServerLoop, token: Token, server: &mut Server) {
         let mut start = 0; // where the next unanswered request begins in `received`
-        while self.state == State::Reading
-            && self.waiting.is_none()
-            && self.pending_output() <= MAX_PENDING_OUTPUT
-        {
+        while self.state == State::Reading && !self.busy() && self.pending_output() <= MAX_PENDING {
             match http::parse(&self.received[start..]) {
                 Parse::Complete { request, consumed } => {
                     start += consumed;
                     let framing = Framing::for_request(&request);
                     match super::run_app(&request, event_loop, token, server) {
                         Reply::Now(response) => self.respond(&response, framing, server),
-                        // The answer comes later, through `answer`; the requests pipelined
-                        // behind it wait in `received`, so the answers still go out in order.
-                        Reply::Later(effect) => self.waiting = Some((effect, framing)),
+                        // Answered later (`answer`); those behind it wait in `received`.
+                        Reply::Later(effect) => self.effect = Some((effect, framing)),
                     }
                 }
                 // After a framing error we cannot tell where a next request would begin,
@@ -196,8 +193,8 @@ impl Connection {
 
     /// Adds the answer to one request to the output.
     fn respond(&mut self, response: &Response, mut framing: Framing, server: &mut Server) {
-        // Keep the connection if the client wants to (HTTP/1.1 unless `Connection: close`;
-        // HTTP/1.0 if `keep-alive`), the response allows it, and we are not shutting down.
+        // Keep the connection if the client asks to (see `Framing`), the response allows it,
+        // and we are not shutting down.
         framing.keep_alive &= !response.close && server.shutdown_deadline.is_none();
         let (name, date) = (server.config.chapter, &server.date);
         http::response::write_response(&mut self.out, response, &framing, name, date);
@@ -246,10 +243,9 @@ impl Connection {
         }
     }
 
-    /// Closes without losing the response. Closing while the client is still sending (a
-    /// pipelined request, a rejected body) makes the kernel send a reset, which can destroy
-    /// the response unread. So we shut our side, wait until the client closes its own or
-    /// falls silent (throwing away what still comes), then close: nginx's "lingering close".
+    /// Closes without losing the response: closing while the client still sends (a pipelined
+    /// request, a rejected body) sends a reset, which can destroy the answer unread. So, as
+    /// nginx's "lingering close": shut our side; close once the client closes or falls silent.
     fn start_lingering(&mut self) {
         let _ = self.stream.shutdown(Shutdown::Write);
         self.quiet_since = Instant::now();
@@ -258,22 +254,15 @@ impl Connection {
 
     // ANCHOR: after_event
     /// After every callback: finish, or tell the loop what to wait for next.
-    pub fn after_event(
-        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
-    ) {
-        // Nothing left to answer or send. Finish if the client shut its side (no request
-        // can come), or if we are shutting down and no request has begun. (One that shut
-        // its side while a request waits still gets the answer: it may have half-closed.)
+    pub fn after_event(&mut self, event_loop: &mut ServerLoop, token: Token, server: &mut Server) {
+        // Nothing left to answer or send: finish if the client shut its side (no request can
+        // come; one still waiting is answered first), or we shut down and none has begun.
         let no_more =
             self.peer_closed || (server.shutdown_deadline.is_some() && self.received.is_empty());
-        if self.state == State::Reading
-            && self.waiting.is_none()
-            && self.pending_output() == 0
-            && no_more
-        {
+        if self.owes_nothing() && no_more {
             self.state = State::Done;
         }
-        if self.is_done() {
+        if self.state == State::Done {
             event_loop.deregister(token, server); // we are dropped once this callback returns
             return;
         }
@@ -304,7 +293,7 @@ impl Connection {
             let quiet = self.quiet_since + LINGER_QUIET;
             return Some(quiet.min(self.since + config.keep_alive_timeout));
         }
-        let limit = if self.waiting.is_some() {
+        let limit = if self.effect.is_some() {
             return None;
         } else if self.pending_output() > 0 {
             config.send_timeout // it must take our output
@@ -316,17 +305,11 @@ impl Connection {
         Some(self.since + limit)
     }
 
-    /// The deadline timer fired (from `after_event`'s timer job).
-    fn on_deadline(
-        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
-    ) {
+    fn on_deadline(&mut self, event_loop: &mut ServerLoop, token: Token, server: &mut Server) {
         self.deadline_timer = None;
         if self.deadline(&server.config).is_some_and(|deadline| deadline <= Instant::now()) {
             trace!("fd {}: out of time", self.fd());
-            if self.state == State::Reading
-                && self.pending_output() == 0
-                && !self.received.is_empty()
-            {
+            if self.owes_nothing() && !self.received.is_empty() {
                 // A request head begun and never finished (slowloris): say so, then close.
                 let timeout = Response { close: true, ..Response::error(408, "too slow") };
                 self.respond(&timeout, Framing::CLOSE, server);
@@ -340,22 +323,18 @@ impl Connection {
 
     // ANCHOR: answer
     /// Hands the late answer (from a timer, the upstream) to the connection `token`, for
-    /// the request that was `waiting`, if the connection is still open.
+    /// the request whose `effect` it was, if the connection is still open.
     pub fn answer(
-        event_loop: &mut EventLoop<Server>, server: &mut Server, token: Token, response: Response,
+        event_loop: &mut ServerLoop, token: Token, server: &mut Server, response: Response,
     ) {
-        event_loop.with_handler(
-            token,
-            server,
-            |connection: &mut Connection, event_loop, token, server| {
-                let Some((effect, framing)) = connection.waiting.take() else { return };
-                // Stop what is left of it: the upstream's 504 timer, say.
-                effect.cancel(event_loop, server);
-                connection.respond(&response, framing, server);
-                connection.try_respond(event_loop, token, server); // the requests queued behind it
-                connection.after_event(event_loop, token, server);
-            },
-        );
+        event_loop.with_handler(token, server, |connection: &mut Self, event_loop, _, server| {
+            let Some((effect, framing)) = connection.effect.take() else { return };
+            // Stop what is left of it: the upstream's 504 timer, say.
+            effect.cancel(event_loop, server);
+            connection.respond(&response, framing, server);
+            connection.try_respond(event_loop, token, server); // the requests queued behind it
+            connection.after_event(event_loop, token, server);
+        });
     }
     // ANCHOR_END: answer
 
@@ -366,40 +345,33 @@ impl Connection {
 
 // ANCHOR: callbacks
 impl Handler<Server> for Connection {
-    fn on_readable(
-        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
-    ) {
+    fn on_readable(&mut self, event_loop: &mut ServerLoop, token: Token, server: &mut Server) {
         self.read_request();
         self.try_respond(event_loop, token, server);
         self.after_event(event_loop, token, server);
     }
 
-    fn on_writable(
-        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
-    ) {
+    fn on_writable(&mut self, event_loop: &mut ServerLoop, token: Token, server: &mut Server) {
         // Sends first; then answers requests held back while output piled up.
         self.send();
         self.try_respond(event_loop, token, server);
         self.after_event(event_loop, token, server);
     }
 
-    fn on_close(&mut self, event_loop: &mut EventLoop<Server>, _: Token, server: &mut Server) {
+    fn on_close(&mut self, event_loop: &mut ServerLoop, _: Token, server: &mut Server) {
         trace!("fd {}: closed", self.fd());
         // Stop whatever still works for us: the deadline timer, a `/sleep` or an upstream.
         if let Some((_, timer)) = self.deadline_timer.take() {
             event_loop.cancel_timer(timer);
         }
-        if let Some((effect, _)) = self.waiting.take() {
+        if let Some((effect, _)) = self.effect.take() {
             effect.cancel(event_loop, server);
         }
         server.connection_closed(event_loop);
     }
 
     fn is_idle(&self) -> bool {
-        self.state == State::Reading
-            && self.received.is_empty()
-            && self.waiting.is_none()
-            && self.pending_output() == 0
+        self.owes_nothing() && self.received.is_empty()
     }
 }
 

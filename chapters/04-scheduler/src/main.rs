@@ -15,18 +15,18 @@ mod poll_backend;
 mod timers;
 mod upstream;
 
-use std::io;
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use shared::app::{self, Action, Context, Stats};
 use shared::args::{Config, Extra};
-use shared::http::{self, date, Response};
+use shared::http::{date, Request, Response};
 use shared::signals::Signals;
 use shared::{files, listener, log, trace};
 
 use connection::Connection;
-use event_loop::{EventLoop, Handler, Interest, Token};
+use event_loop::{EventLoop, Handler};
+use poll_backend::{Interest, Token};
 use timers::TimerId;
 
 /// How long a graceful shutdown waits for the connections still busy.
@@ -46,6 +46,9 @@ struct Server {
     date: String,
 }
 // ANCHOR_END: server
+
+/// This server's event loop: every callback it runs gets the `Server`.
+type ServerLoop = EventLoop<Server>;
 
 fn main() {
     let config = Config::from_args("ch04-scheduler", &[Extra::Timeouts]);
@@ -76,10 +79,8 @@ fn main() {
         let timeout = match server.shutdown_deadline {
             None => None,                                     // serving: wait as long as it takes
             Some(_) if server.connections_open == 0 => break, // shut down: nothing left to do
-            Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
-                Some(left) => Some(left),
-                None => break, // out of patience with the connections left
-            },
+            Some(deadline) if deadline <= Instant::now() => break, // out of patience with the rest
+            Some(deadline) => Some(deadline.saturating_duration_since(Instant::now())),
         };
         if let Err(error) = event_loop.turn(timeout, &mut server) {
             log!("poll failed: {error}");
@@ -91,24 +92,20 @@ fn main() {
 }
 
 impl Server {
-    fn stats(&self, event_loop: &EventLoop<Server>) -> Stats {
+    fn stats(&self, event_loop: &ServerLoop) -> Stats {
         Stats {
             connections_open: self.connections_open,
             requests_served: self.requests_served,
-            loop_turns: event_loop.turns(),
+            loop_turns: event_loop.turns,
             timers_pending: event_loop.timers_pending() as u64,
             ..Stats::default() // no jobs: chapter 6
         }
     }
 
     /// A connection has closed, for whatever reason (see `Connection::on_close`).
-    fn connection_closed(&mut self, event_loop: &mut EventLoop<Server>) {
+    fn connection_closed(&mut self, event_loop: &mut ServerLoop) {
         self.connections_open -= 1;
-        self.resume_accepting(event_loop); // a descriptor is free
-    }
-
-    /// Resumes accepting if it had paused for want of descriptors (if still out, it pauses).
-    fn resume_accepting(&mut self, event_loop: &mut EventLoop<Server>) {
+        // A descriptor is free: if accepting had paused for lack of them, resume.
         if let Some(listener) = self.listener {
             event_loop.set_interest(listener, Interest::READABLE);
         }
@@ -118,51 +115,22 @@ impl Server {
 // ANCHOR: accept
 /// The listening socket, as a handler: readable means clients are waiting to be accepted.
 impl Handler<Server> for TcpListener {
-    fn on_readable(
-        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
-    ) {
-        if !accept_all(self, event_loop, server) {
+    fn on_readable(&mut self, event_loop: &mut ServerLoop, token: Token, server: &mut Server) {
+        let accepting = listener::accept_all(self, |stream, peer| {
+            // Readable: the client speaks first.
+            let client = event_loop.register(Connection::new(stream), Interest::READABLE);
+            trace!("accept: client {peer} (token {})", client.0);
+            server.connections_open += 1;
+            // Its header timeout runs from now, even if it never sends a byte.
+            event_loop.with_handler(client, server, Connection::after_event);
+        });
+        if !accepting {
+            // Out of descriptors: stop watching until a connection closes, or for 100 ms
+            // (others may hold the descriptors).
             event_loop.set_interest(token, Interest::NONE);
-            // Back on when a connection closes, or in 100 ms: others may hold the descriptors.
-            event_loop.add_timer(Duration::from_millis(100), |event_loop, server| {
-                server.resume_accepting(event_loop)
+            event_loop.add_timer(Duration::from_millis(100), move |event_loop, _| {
+                event_loop.set_interest(token, Interest::READABLE) // if it is still open
             });
-        }
-    }
-}
-
-/// Accepts every client that is waiting, until `accept` says `WouldBlock`, and registers
-/// each with the loop. Returns whether to keep polling the listener.
-fn accept_all(
-    listener: &TcpListener, event_loop: &mut EventLoop<Server>, server: &mut Server,
-) -> bool {
-    loop {
-        match listener.accept() {
-            Ok((stream, peer)) => {
-                if let Err(error) = stream.set_nonblocking(true) {
-                    trace!("accept: {peer}: {error}");
-                    continue;
-                }
-                // Readable: the client speaks first.
-                let token = event_loop.register(Connection::new(stream), Interest::READABLE);
-                trace!("accept: client {peer} (token {})", token.0);
-                server.connections_open += 1;
-                // Its header timeout runs from now, even if it never sends a byte.
-                event_loop.with_handler(token, server, Connection::after_event);
-            }
-            Err(error) if error.kind() == io::ErrorKind::WouldBlock => return true,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-            Err(error) if listener::is_out_of_descriptors(&error) => {
-                // The listener stays "ready" while clients wait: polling it would spin at
-                // 100% CPU. Stop watching it for a while (see `on_readable`).
-                log!("accept: {error}; pausing accepts");
-                return false;
-            }
-            Err(error) => {
-                // A client that connected and reset before we accepted it, and the like.
-                trace!("accept: {error}");
-                return true;
-            }
         }
     }
 }
@@ -172,7 +140,7 @@ fn accept_all(
 /// SIGINT or SIGTERM arrived (a byte in the signal pipe): shut down gracefully. This is an
 /// ordinary callback, not a signal handler, so it may touch anything.
 impl Handler<Server> for Signals {
-    fn on_readable(&mut self, event_loop: &mut EventLoop<Server>, _: Token, server: &mut Server) {
+    fn on_readable(&mut self, event_loop: &mut ServerLoop, _: Token, server: &mut Server) {
         let Some(signal) = self.take() else { return };
         if server.shutdown_deadline.is_some() {
             return; // a second signal: the shutdown is already under way
@@ -193,7 +161,7 @@ impl Handler<Server> for Signals {
 // ANCHOR: refresh_date
 /// Formats the `Date` header anew, once a second (nginx caches it too). A timer that sets
 /// the next one is a periodic timer; each beat comes a little late, which a date does not mind.
-fn refresh_date(event_loop: &mut EventLoop<Server>, server: &mut Server) {
+fn refresh_date(event_loop: &mut ServerLoop, server: &mut Server) {
     server.date = date::now();
     event_loop.add_timer(Duration::from_secs(1), refresh_date);
 }
@@ -213,7 +181,7 @@ enum Effect {
 }
 
 impl Effect {
-    fn cancel(&self, event_loop: &mut EventLoop<Server>, server: &mut Server) {
+    fn cancel(&self, event_loop: &mut ServerLoop, server: &mut Server) {
         match self {
             Effect::Sleep(timer) => drop(event_loop.cancel_timer(*timer)),
             Effect::Upstream { socket, timeout } => {
@@ -226,9 +194,7 @@ impl Effect {
 
 /// Asks the application what to do, and starts doing it. New in chapter 4: `/sleep` and
 /// the upstream answer the connection `token` later. Files still block (chapter 6).
-fn run_app(
-    request: &http::Request, event_loop: &mut EventLoop<Server>, token: Token, server: &Server,
-) -> Reply {
+fn run_app(request: &Request, event_loop: &mut ServerLoop, token: Token, server: &Server) -> Reply {
     let config = &server.config;
     let stats = server.stats(event_loop);
     let context = Context { chapter: config.chapter, upstream: config.upstream, stats };
@@ -237,7 +203,7 @@ fn run_app(
         Action::Sleep { ms } => {
             let timer =
                 event_loop.add_timer(Duration::from_millis(ms), move |event_loop, server| {
-                    Connection::answer(event_loop, server, token, app::slept(ms))
+                    Connection::answer(event_loop, token, server, app::slept(ms))
                 });
             Reply::Later(Effect::Sleep(timer))
         }
@@ -246,7 +212,7 @@ fn run_app(
         }
         Action::Upstream { address, path_and_query } => {
             let fetched = move |response, event_loop: &mut _, server: &mut _| {
-                Connection::answer(event_loop, server, token, response)
+                Connection::answer(event_loop, token, server, response)
             };
             match upstream::fetch(event_loop, address, &path_and_query, fetched) {
                 Ok((socket, timeout)) => Reply::Later(Effect::Upstream { socket, timeout }),

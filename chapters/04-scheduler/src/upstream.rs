@@ -16,7 +16,8 @@ use shared::http::Response;
 use shared::trace;
 use shared::upstream::{self, ResponseReader, UpstreamParse};
 
-use crate::event_loop::{EventLoop, Handler, Interest, Token};
+use crate::event_loop::{EventLoop, Handler};
+use crate::poll_backend::{Interest, Token};
 use crate::timers::TimerId;
 
 /// Whoever asked: called once, with the answer or the 502 or 504 that replaces it.

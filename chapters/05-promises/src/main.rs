@@ -1,10 +1,8 @@
 //! Chapter 5: promises, so that code which waits reads top to bottom.
 //!
-//! As in chapter 4, an [`EventLoop`] calls back its handlers and runs timers. New here
-//! (`promise.rs`): a `Deferred` settles once, and the `Promise` it handed out runs the next
-//! step, chained with `then` and `and_then`, from the loop's ready queue. So `/sleep` is
-//! `delay(ms).then(slept)` (see `run_app`), and `/upstream/`, chapter 4's nested callbacks,
-//! is one flat chain raced against a 5 s `delay` for its 504 (`upstream.rs`).
+//! Chapter 4's loop, plus a ready queue for the next steps of promises (`promise.rs`). So
+//! `/sleep` is `delay(ms).then(slept)` (see `run_app`), and `/upstream/`, chapter 4's nested
+//! callbacks, one flat chain raced against a 5 s `delay` for its 504 (`upstream.rs`).
 //!
 //! What still blocks: files. `files::load` reads the disk right here in the loop, so a
 //! slow disk (`--fs-delay-ms`) still holds everyone up. Chapter 6 moves that to threads.
@@ -16,18 +14,18 @@ mod promise;
 mod timers;
 mod upstream;
 
-use std::io;
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use shared::app::{self, Action, Context, Stats};
 use shared::args::{Config, Extra};
-use shared::http::{self, date, Response};
+use shared::http::{date, Request, Response};
 use shared::signals::Signals;
 use shared::{files, listener, log, trace};
 
 use connection::Connection;
-use event_loop::{EventLoop, Handler, Interest, Token};
+use event_loop::{EventLoop, Handler};
+use poll_backend::{Interest, Token};
 use promise::Promise;
 use timers::TimerId;
 
@@ -48,6 +46,9 @@ struct Server {
     date: String,
 }
 // ANCHOR_END: server
+
+/// This server's event loop: every callback it runs gets the `Server`.
+type ServerLoop = EventLoop<Server>;
 
 fn main() {
     let config = Config::from_args("ch05-promises", &[Extra::Timeouts]);
@@ -78,10 +79,8 @@ fn main() {
         let timeout = match server.shutdown_deadline {
             None => None,                                     // serving: wait as long as it takes
             Some(_) if server.connections_open == 0 => break, // shut down: nothing left to do
-            Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
-                Some(left) => Some(left),
-                None => break, // out of patience with the connections left
-            },
+            Some(deadline) if deadline <= Instant::now() => break, // out of patience with the rest
+            Some(deadline) => Some(deadline.saturating_duration_since(Instant::now())),
         };
         if let Err(error) = event_loop.turn(timeout, &mut server) {
             log!("poll failed: {error}");
@@ -93,24 +92,20 @@ fn main() {
 }
 
 impl Server {
-    fn stats(&self, event_loop: &EventLoop<Server>) -> Stats {
+    fn stats(&self, event_loop: &ServerLoop) -> Stats {
         Stats {
             connections_open: self.connections_open,
             requests_served: self.requests_served,
-            loop_turns: event_loop.turns(),
+            loop_turns: event_loop.turns,
             timers_pending: event_loop.timers_pending() as u64,
             ..Stats::default() // no jobs: chapter 6
         }
     }
 
     /// A connection has closed, for whatever reason (see `Connection::on_close`).
-    fn connection_closed(&mut self, event_loop: &mut EventLoop<Server>) {
+    fn connection_closed(&mut self, event_loop: &mut ServerLoop) {
         self.connections_open -= 1;
-        self.resume_accepting(event_loop); // a descriptor is free
-    }
-
-    /// Resumes accepting if it had paused for want of descriptors (if still out, it pauses).
-    fn resume_accepting(&mut self, event_loop: &mut EventLoop<Server>) {
+        // A descriptor is free: if accepting had paused for lack of them, resume.
         if let Some(listener) = self.listener {
             event_loop.set_interest(listener, Interest::READABLE);
         }
@@ -120,51 +115,22 @@ impl Server {
 // ANCHOR: accept
 /// The listening socket, as a handler: readable means clients are waiting to be accepted.
 impl Handler<Server> for TcpListener {
-    fn on_readable(
-        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
-    ) {
-        if !accept_all(self, event_loop, server) {
+    fn on_readable(&mut self, event_loop: &mut ServerLoop, token: Token, server: &mut Server) {
+        let accepting = listener::accept_all(self, |stream, peer| {
+            // Readable: the client speaks first.
+            let client = event_loop.register(Connection::new(stream), Interest::READABLE);
+            trace!("accept: client {peer} (token {})", client.0);
+            server.connections_open += 1;
+            // Its header timeout runs from now, even if it never sends a byte.
+            event_loop.with_handler(client, server, Connection::after_event);
+        });
+        if !accepting {
+            // Out of descriptors: stop watching until a connection closes, or for 100 ms
+            // (others may hold the descriptors).
             event_loop.set_interest(token, Interest::NONE);
-            // Back on when a connection closes, or in 100 ms: others may hold the descriptors.
-            event_loop.add_timer(Duration::from_millis(100), |event_loop, server| {
-                server.resume_accepting(event_loop)
+            event_loop.add_timer(Duration::from_millis(100), move |event_loop, _| {
+                event_loop.set_interest(token, Interest::READABLE) // if it is still open
             });
-        }
-    }
-}
-
-/// Accepts every client that is waiting, until `accept` says `WouldBlock`, and registers
-/// each with the loop. Returns whether to keep polling the listener.
-fn accept_all(
-    listener: &TcpListener, event_loop: &mut EventLoop<Server>, server: &mut Server,
-) -> bool {
-    loop {
-        match listener.accept() {
-            Ok((stream, peer)) => {
-                if let Err(error) = stream.set_nonblocking(true) {
-                    trace!("accept: {peer}: {error}");
-                    continue;
-                }
-                // Readable: the client speaks first.
-                let token = event_loop.register(Connection::new(stream), Interest::READABLE);
-                trace!("accept: client {peer} (token {})", token.0);
-                server.connections_open += 1;
-                // Its header timeout runs from now, even if it never sends a byte.
-                event_loop.with_handler(token, server, Connection::after_event);
-            }
-            Err(error) if error.kind() == io::ErrorKind::WouldBlock => return true,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-            Err(error) if listener::is_out_of_descriptors(&error) => {
-                // The listener stays "ready" while clients wait: polling it would spin at
-                // 100% CPU. Stop watching it for a while (see `on_readable`).
-                log!("accept: {error}; pausing accepts");
-                return false;
-            }
-            Err(error) => {
-                // A client that connected and reset before we accepted it, and the like.
-                trace!("accept: {error}");
-                return true;
-            }
         }
     }
 }
@@ -174,7 +140,7 @@ fn accept_all(
 /// SIGINT or SIGTERM arrived (a byte in the signal pipe): shut down gracefully. This is an
 /// ordinary callback, not a signal handler, so it may touch anything.
 impl Handler<Server> for Signals {
-    fn on_readable(&mut self, event_loop: &mut EventLoop<Server>, _: Token, server: &mut Server) {
+    fn on_readable(&mut self, event_loop: &mut ServerLoop, _: Token, server: &mut Server) {
         let Some(signal) = self.take() else { return };
         if server.shutdown_deadline.is_some() {
             return; // a second signal: the shutdown is already under way
@@ -194,7 +160,7 @@ impl Handler<Server> for Signals {
 
 /// Formats the `Date` header anew, once a second (nginx caches it too). A timer that sets
 /// the next one is a periodic timer; each beat comes a little late, which a date does not mind.
-fn refresh_date(event_loop: &mut EventLoop<Server>, server: &mut Server) {
+fn refresh_date(event_loop: &mut ServerLoop, server: &mut Server) {
     server.date = date::now();
     event_loop.add_timer(Duration::from_secs(1), refresh_date);
 }
@@ -213,7 +179,7 @@ enum Effect {
 }
 
 impl Effect {
-    fn cancel(&self, event_loop: &mut EventLoop<Server>, server: &mut Server) {
+    fn cancel(&self, event_loop: &mut ServerLoop, server: &mut Server) {
         match self {
             Effect::Sleep(timer) => drop(event_loop.cancel_timer(*timer)),
             Effect::Upstream { socket, timeout } => {
@@ -226,9 +192,7 @@ impl Effect {
 
 /// Asks the application what to do, and starts doing it. `/sleep` and the upstream answer
 /// later, through a promise. Files still block until chapter 6.
-fn run_app(
-    request: &http::Request, event_loop: &mut EventLoop<Server>, token: Token, server: &Server,
-) -> Reply {
+fn run_app(request: &Request, event_loop: &mut ServerLoop, token: Token, server: &Server) -> Reply {
     let config = &server.config;
     let stats = server.stats(event_loop);
     let context = Context { chapter: config.chapter, upstream: config.upstream, stats };
@@ -259,7 +223,7 @@ fn run_app(
 fn answer_later(token: Token, answer: Promise<Response, Server>) {
     answer.on_settled(move |outcome, event_loop, server| {
         let response = outcome.unwrap_or_else(|error| error);
-        Connection::answer(event_loop, server, token, response);
+        Connection::answer(event_loop, token, server, response);
     });
 }
 // ANCHOR_END: run_app

@@ -1,14 +1,10 @@
 //! Promises for the event loop: a [`Deferred`] settles once, and the [`Promise`] it handed
 //! out runs the next step of a chain when it does.
 //!
-//! Chapter 4 nested each wait in the one before, each step checking its own errors. A
-//! promise stands for a result not there yet. [`Promise::then`] attaches a step that cannot
-//! wait, [`Promise::and_then`] one that waits again (it returns a promise); each returns a
-//! promise of its step's result, so a chain reads top to bottom:
-//!
-//! ```text
-//! writable.then(connected).then(send).and_then(read_answer)
-//! ```
+//! Chapter 4 nested each wait in the one before. [`Promise::then`] attaches a step that
+//! cannot wait, [`Promise::and_then`] one that waits again (it returns a promise); each
+//! returns a promise of its step's result, so a chain reads top to bottom, as
+//! `writable.then(connected).then(send).and_then(read_answer)` does.
 //!
 //! 1. A Deferred settles once (`resolve` and `settle` take it by value). An error is the
 //!    response to send instead (a 502, a 504...) and skips every step after it, like `?`.
@@ -27,7 +23,7 @@ use std::time::Duration;
 
 use shared::http::Response;
 
-use crate::event_loop::{EventLoop, Job};
+use crate::event_loop::{Callback, EventLoop};
 use crate::timers::TimerId;
 
 /// What a promise settles to: a value, or the response to send instead.
@@ -37,7 +33,7 @@ pub type Outcome<T> = Result<T, Response>;
 type Step<T, S> = Box<dyn FnOnce(Outcome<T>, &mut EventLoop<S>, &mut S)>;
 
 /// The loop's ready queue, held weakly: a queued step (holding promises) must not keep it alive.
-type Ready<S> = Weak<RefCell<VecDeque<Job<S>>>>;
+type Ready<S> = Weak<RefCell<VecDeque<Callback<S>>>>;
 
 // ANCHOR: slot
 /// Where a Deferred and its Promise meet: the Deferred leaves the outcome, the Promise the
@@ -68,8 +64,7 @@ impl<T: 'static, S: 'static> Deferred<T, S> {
     }
 
     fn with_queue(ready: Ready<S>) -> (Deferred<T, S>, Promise<T, S>) {
-        let slot = Slot { outcome: None, step: None, ready };
-        let slot = Rc::new(RefCell::new(slot));
+        let slot = Rc::new(RefCell::new(Slot { outcome: None, step: None, ready }));
         (Deferred { slot: Some(slot.clone()) }, Promise { slot })
     }
 
@@ -153,18 +148,9 @@ impl<T: 'static, S: 'static> Promise<T, S> {
 }
 // ANCHOR_END: then
 
-/// A promise that has settled already: for a step that has its outcome at once.
-pub fn settled<T: 'static, S: 'static>(
-    event_loop: &EventLoop<S>, outcome: Outcome<T>,
-) -> Promise<T, S> {
-    let (deferred, promise) = Deferred::new(event_loop);
-    deferred.settle(outcome);
-    promise
-}
-
 // ANCHOR: race
 /// A promise that settles as whichever of `first` and `second` settles first. The loser is
-/// not stopped (a promise cannot be cancelled): that is the caller's job.
+/// not stopped (a promise cannot be cancelled): that is up to the caller.
 pub fn race<T: 'static, S: 'static>(first: Promise<T, S>, second: Promise<T, S>) -> Promise<T, S> {
     let (winner, promise) = Deferred::with_queue(first.ready());
     let winner = Rc::new(RefCell::new(Some(winner)));
@@ -181,7 +167,7 @@ pub fn race<T: 'static, S: 'static>(first: Promise<T, S>, second: Promise<T, S>)
 // ANCHOR_END: race
 
 // ANCHOR: delay
-/// A promise that resolves after `delay`: a timer whose job resolves it. Cancelling the
+/// A promise that resolves after `delay`: a timer whose callback resolves it. Cancelling the
 /// timer drops the Deferred, which rejects the promise.
 pub fn delay<S: 'static>(
     event_loop: &mut EventLoop<S>, delay: Duration,

@@ -12,6 +12,13 @@ fn turn(event_loop: &mut EventLoop<Log>, log: &mut Log) {
     event_loop.turn(Some(Duration::ZERO), log).expect("turn");
 }
 
+/// A promise that has settled already.
+fn settled<T: 'static>(event_loop: &EventLoop<Log>, outcome: Outcome<T>) -> Promise<T, Log> {
+    let (deferred, promise) = Deferred::new(event_loop);
+    deferred.settle(outcome);
+    promise
+}
+
 /// Records a promise's outcome in the log as `ok VALUE` or `err STATUS`.
 fn record<T: std::fmt::Debug + 'static>(promise: Promise<T, Log>) {
     promise.on_settled(|outcome, _, log| match outcome {
@@ -142,7 +149,7 @@ fn delay_resolves_after_its_time_and_rejects_when_cancelled() {
     record(never);
     assert!(event_loop.cancel_timer(timer));
     // Each turn may wait for the timer, at most 1 s; 20 turns at most: never a hang.
-    while log.len() < 2 && event_loop.turns() < 20 {
+    while log.len() < 2 && event_loop.turns < 20 {
         event_loop.turn(Some(Duration::from_secs(1)), &mut log).expect("turn");
     }
     log.sort();

@@ -1,10 +1,9 @@
-//! Timers: "call me back in 500 ms" (Redis's time events, Node's `setTimeout`).
-//!
-//! They do no waiting themselves. The loop asks them on every turn when the nearest
-//! deadline is ([`Timers::next_deadline`]: how long `poll` may sleep), and, once awake,
-//! which timers are due ([`Timers::pop_due`]). A timer carries a payload, handed back when
-//! it fires: for the loop, a job. Time is always an `Instant`, the monotonic clock: the
-//! wall clock can be set backwards, and Redis, which once used it, then fired every timer.
+//! Timers: "call me back in 500 ms" (Redis's time events, Node's `setTimeout`). They do no
+//! waiting themselves: on every turn the loop asks them when the nearest deadline is
+//! ([`Timers::next_deadline`]: how long `poll` may sleep) and, once awake, which are due
+//! ([`Timers::pop_due`]), each with its payload (for the loop, a callback). Time is an
+//! `Instant`, the monotonic clock: the wall clock can go back, and Redis, which once used
+//! it, then fired every timer.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -44,9 +43,8 @@ impl<T> Timers<T> {
     /// Stops a timer so that it never fires. `false` if it has fired or was cancelled.
     pub fn cancel(&mut self, id: TimerId) -> bool {
         let cancelled = self.pending.remove(&id).is_some();
-        // With one timer per connection, re-armed often, cancelled entries could pile up in
-        // the heap by the thousand. Once they outnumber the live ones, sweep them out:
-        // O(n), but at most once per n/2 cancels, so O(1) a cancel on average.
+        // Re-armed often (one per connection), cancelled entries could pile up by the
+        // thousand: once they outnumber the live ones, sweep them out, O(1) a cancel on average.
         if self.heap.len() > 64 && self.heap.len() > 2 * self.pending.len() {
             self.heap.retain(|Reverse((_, id))| self.pending.contains_key(id));
         }

@@ -1,7 +1,7 @@
-//! The part of the loop that talks to the kernel: here, `poll(2)`. (Redis keeps one file
-//! per way of waiting, `ae_select.c`, `ae_epoll.c`, `ae_kqueue.c`, and so do we.) `poll`
-//! keeps no memory between calls: on every turn we hand it the whole list of sockets and
-//! what we want from each, exactly as chapter 2 did, and it tells us which are ready.
+//! The part of the loop that talks to the kernel, `poll(2)`: one file per way of waiting,
+//! as Redis has `ae_select.c` and `ae_epoll.c`. `poll` keeps no memory: every turn we hand
+//! it the whole list of sockets and what we want from each, as chapter 2 did. The words
+//! the loop and `poll` share ([`Token`], [`Interest`], [`Event`]) live here, below the loop.
 
 use std::io;
 use std::os::fd::BorrowedFd;
@@ -11,7 +11,23 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use shared::trace;
 
-use crate::event_loop::{Interest, Token};
+/// Names one registration. Tokens are never reused, so an old token can never name a newer
+/// registration by mistake: it names nothing. (mio calls it the same.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Token(pub u64);
+
+/// What a registration waits for: "may I read without waiting?", "may I write?", as `poll` asks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Interest {
+    pub readable: bool,
+    pub writable: bool,
+}
+
+impl Interest {
+    /// Wait for nothing for now; the registration stays.
+    pub const NONE: Interest = Interest { readable: false, writable: false };
+    pub const READABLE: Interest = Interest { readable: true, writable: false };
+}
 
 /// One thing `poll` reported: this registration is ready to read and/or to write.
 pub struct Event {
@@ -39,28 +55,22 @@ pub fn wait<'fd>(
         }
     }
     trace!("poll: waiting on {} fds, timeout {timeout:?}", fds.len());
-    // `None` waits as long as it takes; past `poll`'s range (24 days), as long as it may.
-    // `poll` counts whole milliseconds: rounded *up*, or it would wake just before a
-    // timer is due, find nothing to do, and poll again with a zero timeout: a busy loop.
+    // `None` waits as long as it takes; past `poll`'s range (24 days), as long as it may. In
+    // whole milliseconds rounded *up*, or it wakes just before a timer is due, to poll again.
     let timeout = timeout.map_or(PollTimeout::NONE, |timeout| {
         PollTimeout::try_from(timeout.as_nanos().div_ceil(1_000_000)).unwrap_or(PollTimeout::MAX)
     });
     let ready = poll(&mut fds, timeout)?;
     trace!("poll: {ready} ready");
-    let mut events = Vec::new();
-    for (fd, token) in fds.iter().zip(tokens) {
+    let events = fds.iter().zip(tokens).filter_map(|(fd, token)| {
         let revents = fd.revents().unwrap_or(PollFlags::empty());
         // An error or hang-up counts as readable and writable, as in Redis: the handler's
         // next `read` or `write` meets the problem (EOF, ECONNRESET, EPIPE) on its own path.
         let failed = revents.intersects(PollFlags::POLLERR | PollFlags::POLLHUP);
-        if failed || revents.intersects(PollFlags::POLLIN | PollFlags::POLLOUT) {
-            events.push(Event {
-                token,
-                readable: failed || revents.contains(PollFlags::POLLIN),
-                writable: failed || revents.contains(PollFlags::POLLOUT),
-            });
-        }
-    }
-    Ok(events)
+        let readable = failed || revents.contains(PollFlags::POLLIN);
+        let writable = failed || revents.contains(PollFlags::POLLOUT);
+        (readable || writable).then_some(Event { token, readable, writable })
+    });
+    Ok(events.collect())
 }
 // ANCHOR_END: wait

@@ -22,8 +22,7 @@ use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags};
 
 use shared::trace;
 
-use crate::event_loop::{Event, Interest, Poller, Token};
-use crate::poll_backend::milliseconds;
+use crate::poller::{milliseconds, Event, Interest, Poller, Token};
 
 // ANCHOR: epoll
 pub struct EpollBackend {

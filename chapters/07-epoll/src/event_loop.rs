@@ -1,23 +1,22 @@
 //! The event loop: "call me back when this socket is ready", the way Redis has `ae.c`.
 //!
 //! - [`EventLoop::register`] takes a [`Handler`] (an object that owns a socket and has
-//!   callbacks) and an [`Interest`] (readable, writable, both), and returns a [`Token`].
-//! - [`EventLoop::set_interest`] changes what to wait for; [`EventLoop::deregister`] ends
-//!   the registration, which drops the handler and so closes its socket.
-//! - [`EventLoop::add_timer`] runs a job after a delay; [`EventLoop::cancel_timer`] stops
+//!   callbacks) and an [`Interest`] (readable, writable, both), and returns a [`Token`];
+//!   [`EventLoop::set_interest`] changes it; [`EventLoop::deregister`] drops the handler.
+//! - [`EventLoop::add_timer`] runs a callback after a delay; [`EventLoop::cancel_timer`] stops
 //!   it. Since chapter 4 the loop waits for time as well as for sockets (`timers.rs`).
-//! - New in chapter 5, the ready queue: jobs that are ready to run, put there by promises
+//! - New in chapter 5, the ready queue: callbacks that are ready to run, put there by promises
 //!   when they settle (`promise.rs`), and run once a turn.
 //! - New in chapter 7, the kernel's side of the loop is a [`Poller`], one per mechanism:
 //!   `epoll_backend.rs` (the default) or `poll_backend.rs` (`--backend poll`).
 //! - [`EventLoop::turn`] waits in the poller, then runs the callbacks of the sockets that
-//!   are ready, the timers that are due and the ready jobs.
+//!   are ready, the timers that are due and the ready callbacks.
 
 use std::any::Any;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::AsFd;
 use std::panic::{self, AssertUnwindSafe};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -27,26 +26,8 @@ use shared::{log, trace};
 
 use crate::epoll_backend::EpollBackend;
 use crate::poll_backend::PollBackend;
+use crate::poller::{Interest, Poller, Token};
 use crate::timers::{TimerId, Timers};
-
-/// Names one registration. Tokens are never reused, so an old token can never name a newer
-/// registration by mistake: it names nothing. (mio calls it the same.)
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Token(pub u64);
-
-/// What a registration waits for: the two questions `poll` answers, "may I read without
-/// waiting?" and "may I write without waiting?".
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Interest {
-    pub readable: bool,
-    pub writable: bool,
-}
-
-impl Interest {
-    /// Wait for nothing for now; the registration stays.
-    pub const NONE: Interest = Interest { readable: false, writable: false };
-    pub const READABLE: Interest = Interest { readable: true, writable: false };
-}
 
 // ANCHOR: handler
 /// What the loop calls back. A handler owns its socket and lends it to the loop (`AsFd`).
@@ -71,38 +52,6 @@ pub trait Handler<S>: AsFd + Any {
 }
 // ANCHOR_END: handler
 
-// ANCHOR: poller
-/// One thing the kernel reported: this registration is ready to read and/or to write.
-pub struct Event {
-    pub token: Token,
-    pub readable: bool,
-    pub writable: bool,
-}
-
-/// New in chapter 7: the kernel's side of the loop, one implementation per mechanism, as
-/// Redis has `ae_epoll.c` and `ae_select.c` behind the same four functions. A mechanism
-/// that keeps its list of sockets in the kernel (epoll) is told when a registration
-/// comes, changes or goes; one handed the whole list on every wait (poll) needs nothing,
-/// which is what these three do unless a backend says otherwise.
-pub trait Poller {
-    fn add(&mut self, _fd: BorrowedFd, _token: Token, _interest: Interest) -> io::Result<()> {
-        Ok(())
-    }
-    fn modify(&mut self, _fd: BorrowedFd, _token: Token, _interest: Interest) -> io::Result<()> {
-        Ok(())
-    }
-    fn delete(&mut self, _fd: BorrowedFd) -> io::Result<()> {
-        Ok(())
-    }
-    /// Waits until something is ready or `timeout` passes. `watched` is the loop's whole
-    /// list of registrations, for a mechanism that needs it on every wait.
-    fn wait(
-        &mut self, watched: &mut dyn Iterator<Item = (Token, BorrowedFd<'_>, Interest)>,
-        timeout: Option<Duration>,
-    ) -> io::Result<Vec<Event>>;
-}
-// ANCHOR_END: poller
-
 struct Registration<S> {
     interest: Interest,
     /// What the poller was last told (see `sync`).
@@ -117,17 +66,18 @@ pub struct EventLoop<S> {
     /// in an order of its own).
     registrations: BTreeMap<Token, Registration<S>>,
     next_token: u64,
-    timers: Timers<Job<S>>,
-    /// Jobs ready to run on the next turn. Promises hold it too (see `ready_queue`).
+    timers: Timers<Callback<S>>,
+    /// Callbacks ready to run on the next turn. Promises hold it too (see `ready_queue`).
     ready: ReadyQueue<S>,
-    turns: u64,
+    /// How many times the poller's wait has returned (for `/stats`).
+    pub turns: u64,
 }
 
-/// Work the loop runs later (a timer's job, a promise's step), lending it the loop and state.
-pub type Job<S> = Box<dyn FnOnce(&mut EventLoop<S>, &mut S)>;
+/// Code the loop runs later (a timer's, a promise's next step), lending it the loop and state.
+pub type Callback<S> = Box<dyn FnOnce(&mut EventLoop<S>, &mut S)>;
 
 /// The ready queue, shared by the loop and the promises that add to it.
-pub type ReadyQueue<S> = Rc<RefCell<VecDeque<Job<S>>>>;
+pub type ReadyQueue<S> = Rc<RefCell<VecDeque<Callback<S>>>>;
 
 impl<S: 'static> EventLoop<S> {
     // ANCHOR: registrations
@@ -147,8 +97,8 @@ impl<S: 'static> EventLoop<S> {
         })
     }
 
-    /// Starts watching `handler`'s socket for `interest`. The loop owns the handler from
-    /// now on, so the socket closes when the registration ends.
+    /// Starts watching `handler`'s socket for `interest`. The loop owns the handler: the
+    /// socket closes when the registration ends.
     pub fn register(
         &mut self, handler: impl Handler<S> + 'static, interest: Interest,
     ) -> io::Result<Token> {
@@ -199,32 +149,23 @@ impl<S: 'static> EventLoop<S> {
     /// Deregisters every idle handler: the first step of a graceful shutdown, as nginx's
     /// `ngx_close_idle_connections` does. The busy ones are left to finish.
     pub fn close_idle(&mut self, state: &mut S) {
-        let mut idle = Vec::new();
-        for (&token, registration) in &self.registrations {
-            if registration.handler.as_ref().is_some_and(|handler| handler.is_idle()) {
-                idle.push(token);
-            }
-        }
-        for token in idle {
+        let idle = self.registrations.iter().filter(|(_, registration)| {
+            registration.handler.as_ref().is_some_and(|handler| handler.is_idle())
+        });
+        for token in idle.map(|(&token, _)| token).collect::<Vec<_>>() {
             self.deregister(token, state);
         }
-    }
-
-    /// How many times the poller's wait has returned (for `/stats`).
-    pub fn turns(&self) -> u64 {
-        self.turns
     }
 
     // ANCHOR: turn
     /// One turn: wait until something is ready or a timer is due (at most `timeout`;
     /// `None`: no limit), then run the callbacks of what is ready, then the due timers.
     pub fn turn(&mut self, timeout: Option<Duration>, state: &mut S) -> io::Result<()> {
-        // 1. Wait, but no longer than until the nearest timer is due. This is the only
-        //    place the server waits.
+        // 1. Wait, no longer than until the nearest timer is due: the only place we wait.
         let next_timer = self.timers.next_deadline();
         let until_timer = next_timer.map(|at| at.saturating_duration_since(Instant::now()));
         let timeout = match (timeout, until_timer) {
-            _ if !self.ready.borrow().is_empty() => Some(Duration::ZERO), // jobs are waiting
+            _ if !self.ready.borrow().is_empty() => Some(Duration::ZERO), // callbacks are ready
             (Some(limit), Some(until_timer)) => Some(limit.min(until_timer)),
             (limit, until_timer) => limit.or(until_timer),
         };
@@ -250,28 +191,27 @@ impl<S: 'static> EventLoop<S> {
             }
         }
 
-        // 3. Run the timers that are due, soonest first. One that a job adds now is due after
-        //    `now` (the clock has moved on), so a job that re-arms itself cannot keep us here.
+        // 3. Run the timers that are due, soonest first. One that a callback adds now is due
+        //    after `now` (the clock has moved on), so one that re-arms cannot keep us here.
         let now = Instant::now();
-        while let Some(job) = self.timers.pop_due(now) {
+        while let Some(callback) = self.timers.pop_due(now) {
             trace!("timer fired");
-            self.run_job(job, state);
+            self.run_callback(callback, state);
         }
 
-        // 4. Run the jobs in the ready queue: the next steps of promises that settled.
-        //    Only those ready now: the steps they make ready wait for the next turn (which
-        //    does not sleep, see 1), so that a long chain cannot keep us from the sockets.
+        // 4. Run the ready queue, the next steps of promises that settled: only those ready
+        //    now, so a long chain takes turns with the sockets (the next turn won't sleep, 1).
         let ready = std::mem::take(&mut *self.ready.borrow_mut());
-        for job in ready {
-            self.run_job(job, state);
+        for callback in ready {
+            self.run_callback(callback, state);
         }
         Ok(())
     }
 
-    /// Runs one job. Each on its own: if it panics, the others still run.
-    fn run_job(&mut self, job: Job<S>, state: &mut S) {
-        if panic::catch_unwind(AssertUnwindSafe(|| job(self, state))).is_err() {
-            log!("a job panicked");
+    /// Runs one callback. Each on its own: if it panics, the others still run.
+    fn run_callback(&mut self, callback: Callback<S>, state: &mut S) {
+        if panic::catch_unwind(AssertUnwindSafe(|| callback(self, state))).is_err() {
+            log!("a callback panicked");
         }
     }
     // ANCHOR_END: turn
@@ -281,18 +221,14 @@ impl<S: 'static> EventLoop<S> {
     fn call(&mut self, token: Token, readable: bool, state: &mut S) {
         // The poller reported this before the turn's first callback, which may since have
         // deregistered it or changed its interest: look again (Redis: `fe->mask & mask`).
-        let Some(registration) = self.registrations.get(&token) else { return };
-        let interest = registration.interest;
+        let Some(&Registration { interest, .. }) = self.registrations.get(&token) else { return };
         if !(if readable { interest.readable } else { interest.writable }) {
             return;
         }
         trace!("token {} {}", token.0, if readable { "readable" } else { "writable" });
-        self.lend(token, state, |handler, event_loop, state| {
-            if readable {
-                handler.on_readable(event_loop, token, state)
-            } else {
-                handler.on_writable(event_loop, token, state)
-            }
+        self.lend(token, state, |handler, event_loop, state| match readable {
+            true => handler.on_readable(event_loop, token, state),
+            false => handler.on_writable(event_loop, token, state),
         });
     }
 
@@ -302,13 +238,11 @@ impl<S: 'static> EventLoop<S> {
         &mut self, token: Token, state: &mut S,
         f: impl FnOnce(&mut dyn Handler<S>, &mut EventLoop<S>, &mut S),
     ) {
-        let Some(mut handler) = self.registrations.get_mut(&token).and_then(|r| r.handler.take())
-        else {
-            return; // gone, or lent already (its own callback is running)
-        };
-        // A bug that panics while serving one client must not take the others down with it.
-        // `catch_unwind` stops the panic here (the hook has printed its message), and we
-        // close that registration: nothing half-updated is used again (`AssertUnwindSafe`).
+        let handler = self.registrations.get_mut(&token).and_then(|r| r.handler.take());
+        let Some(mut handler) = handler else { return }; // gone, or lent already (it runs)
+
+        // A panic serving one client must not take the others down: `catch_unwind` stops it
+        // here (the hook printed it), and we close that registration, never to use it again.
         let outcome = panic::catch_unwind(AssertUnwindSafe(|| f(&mut *handler, self, state)));
         if outcome.is_err() {
             log!("token {}: a callback panicked; closing it", token.0);
@@ -346,11 +280,11 @@ impl<S: 'static> EventLoop<S> {
     // ANCHOR_END: with_handler
 
     // ANCHOR: timer_api
-    /// Runs `job` once `delay` has passed, unless the timer is cancelled first.
+    /// Runs `callback` once `delay` has passed, unless the timer is cancelled first.
     pub fn add_timer(
-        &mut self, delay: Duration, job: impl FnOnce(&mut EventLoop<S>, &mut S) + 'static,
+        &mut self, delay: Duration, callback: impl FnOnce(&mut EventLoop<S>, &mut S) + 'static,
     ) -> TimerId {
-        self.timers.add(Instant::now() + delay, Box::new(job))
+        self.timers.add(Instant::now() + delay, Box::new(callback))
     }
 
     /// Stops a timer so that it never fires. `false` if it has fired or was cancelled.

@@ -235,7 +235,7 @@ fn a_due_timer_ends_the_wait_and_the_loop_does_not_spin_meanwhile() {
         .add_timer(Duration::from_millis(50), |_, state: &mut State| state.log.push("due".into()));
     // Nothing is registered, so only the timer can end the wait. Each turn may wait at
     // most 5 s, and we give up after 10 turns: a broken loop fails, never hangs.
-    while state.log.is_empty() && event_loop.turns() < 10 {
+    while state.log.is_empty() && event_loop.turns < 10 {
         event_loop.turn(Some(Duration::from_secs(5)), &mut state).expect("turn");
     }
     let waited = started.elapsed();
@@ -244,7 +244,7 @@ fn a_due_timer_ends_the_wait_and_the_loop_does_not_spin_meanwhile() {
     assert!(waited < Duration::from_secs(2), "fired late: {waited:?}");
     // One turn that sleeps until the deadline: never the thousands of a loop that polls
     // with a zero timeout because it rounded the wait down.
-    assert!(event_loop.turns() <= 2, "{} turns", event_loop.turns());
+    assert!(event_loop.turns <= 2, "{} turns", event_loop.turns);
     assert_eq!(event_loop.timers_pending(), 0);
 }
 
@@ -273,7 +273,7 @@ fn a_timer_reaches_its_handler_and_is_skipped_once_the_handler_is_gone() {
 }
 
 #[test]
-fn a_panicking_timer_job_costs_nothing_else() {
+fn a_panicking_timer_callback_costs_nothing_else() {
     let mut event_loop = new_loop();
     let mut state = State::default();
     event_loop

@@ -1,9 +1,7 @@
-//! Files, read on the thread pool, as promises: the loop asks, a worker blocks on the
-//! disk, and the promise settles on the loop's thread when the result comes back.
-//!
-//! A file is read a chunk at a time (`files::CHUNK`), as the client takes them (see
-//! `download.rs`). The open file travels with each job, so every chunk comes from the
-//! same file, even if another takes its name meanwhile.
+//! Files, read on the thread pool, as promises: the loop asks, a worker blocks on the disk,
+//! and the promise settles on the loop's thread when the result comes back. A file is read
+//! a chunk (`files::CHUNK`) at a time (see `download.rs`); the open file travels with each
+//! job, so every chunk comes from the same file, even if another takes its name meanwhile.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -15,7 +13,7 @@ use shared::http::Response;
 use shared::{files, trace};
 
 use crate::event_loop::EventLoop;
-use crate::promise::{self, Deferred, Promise};
+use crate::promise::{Deferred, Promise};
 use crate::thread_pool::{JobId, ThreadPool};
 
 /// A piece of a file, read on a worker, with the file's whole length and the file itself.
@@ -30,14 +28,14 @@ pub struct Chunk {
 /// loop's thread (they are not `Send`); only the jobs travel.
 pub struct Files<S: 'static> {
     pub pool: ThreadPool<io::Result<Chunk>>,
-    waiting: HashMap<JobId, Deferred<Chunk, S>>,
+    promised: HashMap<JobId, Deferred<Chunk, S>>,
     delay: Duration,
 }
 
 impl<S: 'static> Files<S> {
     /// `delay` is `--fs-delay-ms`, the simulated slow disk.
-    pub fn new(workers: usize, queue_limit: usize, delay: Duration) -> io::Result<Files<S>> {
-        Ok(Files { pool: ThreadPool::new(workers, queue_limit)?, waiting: HashMap::new(), delay })
+    pub fn new(workers: usize, delay: Duration) -> io::Result<Files<S>> {
+        Ok(Files { pool: ThreadPool::new(workers)?, promised: HashMap::new(), delay })
     }
 
     /// Opens `relative` under `root` and reads its first chunk, on a worker.
@@ -45,11 +43,10 @@ impl<S: 'static> Files<S> {
         &mut self, event_loop: &EventLoop<S>, root: PathBuf, relative: PathBuf,
     ) -> Promise<Chunk, S> {
         let delay = self.delay;
-        let job = self.pool.submit(move || {
+        self.run(event_loop, move || {
             let (mut file, length) = files::open(&root, &relative, delay)?;
             Ok(Chunk { bytes: files::read_chunk(&mut file, delay)?, length, file })
-        });
-        self.promise(event_loop, job)
+        })
     }
 
     /// Reads the next chunk of a file that `open` opened, on a worker.
@@ -57,28 +54,25 @@ impl<S: 'static> Files<S> {
         &mut self, event_loop: &EventLoop<S>, mut file: File, length: u64,
     ) -> Promise<Chunk, S> {
         let delay = self.delay;
-        // Never refused: the head has gone out, so a 503 could only cut the download short.
-        let job = self.pool.submit_anyway(move || {
+        self.run(event_loop, move || {
             Ok(Chunk { bytes: files::read_chunk(&mut file, delay)?, length, file })
-        });
-        self.promise(event_loop, Some(job))
+        })
     }
 
-    /// The promise of `job`'s result; a 503 if the pool refused it (`None`).
-    fn promise(&mut self, event_loop: &EventLoop<S>, job: Option<JobId>) -> Promise<Chunk, S> {
-        let Some(job) = job else {
-            let busy = Response::error(503, "too many file requests are waiting for the disk");
-            return promise::settled(event_loop, Err(busy));
-        };
+    /// Queues `job` for a worker; the promise of its result.
+    fn run(
+        &mut self, event_loop: &EventLoop<S>,
+        job: impl FnOnce() -> io::Result<Chunk> + Send + 'static,
+    ) -> Promise<Chunk, S> {
         let (deferred, promise) = Deferred::new(event_loop);
-        self.waiting.insert(job, deferred);
+        self.promised.insert(self.pool.submit(job), deferred);
         promise
     }
 
     /// The pool has woken the loop: settles the promises of every job that has finished.
     pub fn settle_finished(&mut self) {
         for (job, result) in self.pool.finished() {
-            let Some(deferred) = self.waiting.remove(&job) else { continue };
+            let Some(deferred) = self.promised.remove(&job) else { continue };
             trace!("fs: {job:?} finished");
             deferred.settle(match result {
                 Ok(read) => read.map_err(|error| files::error_response(&error)),

@@ -12,6 +12,7 @@ mod epoll_backend;
 mod event_loop;
 mod fs;
 mod poll_backend;
+mod poller;
 mod promise;
 mod thread_pool;
 mod timers;
@@ -24,14 +25,15 @@ use std::time::{Duration, Instant};
 
 use shared::app::{self, Action, Context, Stats};
 use shared::args::{Config, Extra};
-use shared::http::{self, date, Response};
+use shared::http::{date, Request, Response};
+use shared::self_pipe::SelfPipe;
 use shared::signals::Signals;
-use shared::waker::Waker;
 use shared::{files, listener, log, trace};
 
 use connection::Connection;
-use event_loop::{EventLoop, Handler, Interest, Token};
+use event_loop::{EventLoop, Handler};
 use fs::Files;
+use poller::{Interest, Token};
 use promise::Promise;
 use timers::TimerId;
 
@@ -55,6 +57,9 @@ struct Server {
 }
 // ANCHOR_END: server
 
+/// This server's event loop: every callback it runs gets the `Server`.
+type ServerLoop = EventLoop<Server>;
+
 fn main() {
     let config =
         Config::from_args("ch07-epoll", &[Extra::Timeouts, Extra::Workers, Extra::Backend]);
@@ -66,7 +71,7 @@ fn main() {
     let signals = Signals::install();
     // Non-blocking: `accept` answers `WouldBlock` instead of waiting when nobody is there.
     let listener = listener::listen(&config, true);
-    let files = Files::new(config.workers, config.queue_limit, config.fs_delay);
+    let files = Files::new(config.workers, config.fs_delay);
     let files = files.unwrap_or_else(|error| fail("start the thread pool", error));
     let mut server = Server {
         config,
@@ -81,20 +86,19 @@ fn main() {
     // ANCHOR: wiring
     let event_loop = EventLoop::new(server.config.backend);
     let mut event_loop = event_loop.unwrap_or_else(|error| fail("start the event loop", error));
-    let watch = |registered: io::Result<Token>| registered.unwrap_or_else(|e| fail("register", e));
-    watch(event_loop.register(signals, Interest::READABLE));
-    server.listener = Some(watch(event_loop.register(listener, Interest::READABLE)));
+    let or_fail =
+        |registered: io::Result<Token>| registered.unwrap_or_else(|e| fail("register", e));
+    or_fail(event_loop.register(signals, Interest::READABLE));
+    server.listener = Some(or_fail(event_loop.register(listener, Interest::READABLE)));
     event_loop.add_timer(Duration::from_secs(1), refresh_date);
-    watch(event_loop.register(server.files.pool.waker(), Interest::READABLE));
+    or_fail(event_loop.register(server.files.pool.doorbell.clone(), Interest::READABLE));
     // The loop: turn until a graceful shutdown is over (see `Signals::on_readable`).
     loop {
         let timeout = match server.shutdown_deadline {
             None => None,                                     // serving: wait as long as it takes
             Some(_) if server.connections_open == 0 => break, // shut down: nothing left to do
-            Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
-                Some(left) => Some(left),
-                None => break, // out of patience with the connections left
-            },
+            Some(deadline) if deadline <= Instant::now() => break, // out of patience with the rest
+            Some(deadline) => Some(deadline.saturating_duration_since(Instant::now())),
         };
         if let Err(error) = event_loop.turn(timeout, &mut server) {
             fail("wait", error);
@@ -105,12 +109,12 @@ fn main() {
 }
 
 impl Server {
-    fn stats(&self, event_loop: &EventLoop<Server>) -> Stats {
+    fn stats(&self, event_loop: &ServerLoop) -> Stats {
         let (jobs_queued, jobs_running) = self.files.pool.load();
         Stats {
             connections_open: self.connections_open,
             requests_served: self.requests_served,
-            loop_turns: event_loop.turns(),
+            loop_turns: event_loop.turns,
             timers_pending: event_loop.timers_pending() as u64,
             jobs_queued: jobs_queued as u64,
             jobs_running: jobs_running as u64,
@@ -119,13 +123,9 @@ impl Server {
     }
 
     /// A connection has closed, for whatever reason (see `Connection::on_close`).
-    fn connection_closed(&mut self, event_loop: &mut EventLoop<Server>) {
+    fn connection_closed(&mut self, event_loop: &mut ServerLoop) {
         self.connections_open -= 1;
-        self.resume_accepting(event_loop); // a descriptor is free
-    }
-
-    /// Resumes accepting if it had paused for want of descriptors (if still out, it pauses).
-    fn resume_accepting(&mut self, event_loop: &mut EventLoop<Server>) {
+        // A descriptor is free: if accepting had paused for lack of them, resume.
         if let Some(listener) = self.listener {
             event_loop.set_interest(listener, Interest::READABLE);
         }
@@ -135,57 +135,28 @@ impl Server {
 // ANCHOR: accept
 /// The listening socket, as a handler: readable means clients are waiting to be accepted.
 impl Handler<Server> for TcpListener {
-    fn on_readable(
-        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
-    ) {
-        if !accept_all(self, event_loop, server) {
-            event_loop.set_interest(token, Interest::NONE);
-            // Back on when a connection closes, or in 100 ms: others may hold the descriptors.
-            event_loop.add_timer(Duration::from_millis(100), |event_loop, server| {
-                server.resume_accepting(event_loop)
-            });
-        }
-    }
-}
-
-/// Accepts every client that is waiting, until `accept` says `WouldBlock`, and registers
-/// each with the loop. Returns whether to keep polling the listener.
-fn accept_all(
-    listener: &TcpListener, event_loop: &mut EventLoop<Server>, server: &mut Server,
-) -> bool {
-    loop {
-        match listener.accept() {
-            Ok((stream, peer)) => {
-                if let Err(error) = stream.set_nonblocking(true) {
-                    trace!("accept: {peer}: {error}");
-                    continue;
+    fn on_readable(&mut self, event_loop: &mut ServerLoop, token: Token, server: &mut Server) {
+        let accepting = listener::accept_all(self, |stream, peer| {
+            // Readable: the client speaks first.
+            let client = match event_loop.register(Connection::new(stream), Interest::READABLE) {
+                Ok(client) => client,
+                Err(error) => {
+                    trace!("accept: {peer}: cannot register: {error}"); // dropped, so closed
+                    return;
                 }
-                // Readable: the client speaks first.
-                let token = match event_loop.register(Connection::new(stream), Interest::READABLE) {
-                    Ok(token) => token,
-                    Err(error) => {
-                        trace!("accept: {peer}: cannot register: {error}"); // it closes
-                        continue;
-                    }
-                };
-                trace!("accept: client {peer} (token {})", token.0);
-                server.connections_open += 1;
-                // Its header timeout runs from now, even if it never sends a byte.
-                event_loop.with_handler(token, server, Connection::after_event);
-            }
-            Err(error) if error.kind() == io::ErrorKind::WouldBlock => return true,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-            Err(error) if listener::is_out_of_descriptors(&error) => {
-                // The listener stays "ready" while clients wait: polling it would spin at
-                // 100% CPU. Stop watching it for a while (see `on_readable`).
-                log!("accept: {error}; pausing accepts");
-                return false;
-            }
-            Err(error) => {
-                // A client that connected and reset before we accepted it, and the like.
-                trace!("accept: {error}");
-                return true;
-            }
+            };
+            trace!("accept: client {peer} (token {})", client.0);
+            server.connections_open += 1;
+            // Its header timeout runs from now, even if it never sends a byte.
+            event_loop.with_handler(client, server, Connection::after_event);
+        });
+        if !accepting {
+            // Out of descriptors: stop watching until a connection closes, or for 100 ms
+            // (others may hold the descriptors).
+            event_loop.set_interest(token, Interest::NONE);
+            event_loop.add_timer(Duration::from_millis(100), move |event_loop, _| {
+                event_loop.set_interest(token, Interest::READABLE) // if it is still open
+            });
         }
     }
 }
@@ -195,7 +166,7 @@ fn accept_all(
 /// SIGINT or SIGTERM arrived (a byte in the signal pipe): shut down gracefully. This is an
 /// ordinary callback, not a signal handler, so it may touch anything.
 impl Handler<Server> for Signals {
-    fn on_readable(&mut self, event_loop: &mut EventLoop<Server>, _: Token, server: &mut Server) {
+    fn on_readable(&mut self, event_loop: &mut ServerLoop, _: Token, server: &mut Server) {
         let Some(signal) = self.take() else { return };
         if server.shutdown_deadline.is_some() {
             return; // a second signal: the shutdown is already under way
@@ -213,18 +184,18 @@ impl Handler<Server> for Signals {
 }
 // ANCHOR_END: shutdown
 
-// ANCHOR: pool_waker
-/// The thread pool's waker, as a handler: readable when jobs have finished.
-impl Handler<Server> for Arc<Waker> {
-    fn on_readable(&mut self, _: &mut EventLoop<Server>, _: Token, server: &mut Server) {
+// ANCHOR: doorbell
+/// The thread pool's doorbell, as a handler: readable when jobs have finished.
+impl Handler<Server> for Arc<SelfPipe> {
+    fn on_readable(&mut self, _: &mut ServerLoop, _: Token, server: &mut Server) {
         server.files.settle_finished();
     }
 }
-// ANCHOR_END: pool_waker
+// ANCHOR_END: doorbell
 
 /// Formats the `Date` header anew, once a second (nginx caches it too). A timer that sets
 /// the next one is a periodic timer; each beat comes a little late, which a date does not mind.
-fn refresh_date(event_loop: &mut EventLoop<Server>, server: &mut Server) {
+fn refresh_date(event_loop: &mut ServerLoop, server: &mut Server) {
     server.date = date::now();
     event_loop.add_timer(Duration::from_secs(1), refresh_date);
 }
@@ -244,7 +215,7 @@ enum Effect {
 }
 
 impl Effect {
-    fn cancel(&self, event_loop: &mut EventLoop<Server>, server: &mut Server) {
+    fn cancel(&self, event_loop: &mut ServerLoop, server: &mut Server) {
         match self {
             Effect::Sleep(timer) => drop(event_loop.cancel_timer(*timer)),
             Effect::Upstream { socket, timeout } => {
@@ -259,7 +230,7 @@ impl Effect {
 /// Asks the application what to do, and starts doing it. `/sleep`, the upstream and (new in
 /// chapter 6) files answer later, through a promise.
 fn run_app(
-    request: &http::Request, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
+    request: &Request, event_loop: &mut ServerLoop, token: Token, server: &mut Server,
 ) -> Reply {
     let config = &server.config;
     let stats = server.stats(event_loop);
@@ -279,7 +250,7 @@ fn run_app(
                     Ok(chunk) => (files::streamed_response(&path, chunk.length), Some(chunk)),
                     Err(response) => (response, None),
                 };
-                Connection::answer(event_loop, server, token, response, first);
+                Connection::answer(event_loop, token, server, response, first);
             });
             Reply::Later(Effect::ReadFile)
         }
@@ -300,7 +271,7 @@ fn run_app(
 fn answer_later(token: Token, answer: Promise<Response, Server>) {
     answer.on_settled(move |outcome, event_loop, server| {
         let response = outcome.unwrap_or_else(|error| error);
-        Connection::answer(event_loop, server, token, response, None);
+        Connection::answer(event_loop, token, server, response, None);
     });
 }
 // ANCHOR_END: run_app

@@ -1,18 +1,17 @@
-//! The part of the loop that talks to the kernel: here, `poll(2)`. (Redis keeps one file
-//! per way of waiting, `ae_select.c`, `ae_epoll.c`, `ae_kqueue.c`, and so do we: chapter 7
-//! adds `epoll_backend.rs`.) `poll` keeps no memory between calls: on every turn we hand
-//! it the whole list of sockets and what we want from each, exactly as chapter 2 did, and
-//! it tells us which are ready.
+//! The part of the loop that talks to the kernel, `poll(2)`: one file per way of waiting,
+//! as Redis has `ae_select.c` and `ae_epoll.c` (and chapter 7 `epoll_backend.rs`). `poll`
+//! keeps no memory: every turn we hand it the whole list of sockets and what we want from
+//! each, as chapter 2 did.
 
 use std::io;
 use std::os::fd::BorrowedFd;
 use std::time::Duration;
 
-use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::poll::{poll, PollFd, PollFlags};
 
 use shared::trace;
 
-use crate::event_loop::{Event, Interest, Poller, Token};
+use crate::poller::{milliseconds, Event, Interest, Poller, Token};
 
 /// `poll` as a [`Poller`]: it keeps no list, so there is nothing to tell it when a
 /// registration comes, changes or goes (the trait's `add`, `modify` and `delete` do
@@ -49,29 +48,15 @@ pub fn wait<'fd>(
     trace!("poll: waiting on {} fds, timeout {timeout:?}", fds.len());
     let ready = poll(&mut fds, milliseconds(timeout))?;
     trace!("poll: {ready} ready");
-    let mut events = Vec::new();
-    for (fd, token) in fds.iter().zip(tokens) {
+    let events = fds.iter().zip(tokens).filter_map(|(fd, token)| {
         let revents = fd.revents().unwrap_or(PollFlags::empty());
         // An error or hang-up counts as readable and writable, as in Redis: the handler's
         // next `read` or `write` meets the problem (EOF, ECONNRESET, EPIPE) on its own path.
         let failed = revents.intersects(PollFlags::POLLERR | PollFlags::POLLHUP);
-        if failed || revents.intersects(PollFlags::POLLIN | PollFlags::POLLOUT) {
-            events.push(Event {
-                token,
-                readable: failed || revents.contains(PollFlags::POLLIN),
-                writable: failed || revents.contains(PollFlags::POLLOUT),
-            });
-        }
-    }
-    Ok(events)
+        let readable = failed || revents.contains(PollFlags::POLLIN);
+        let writable = failed || revents.contains(PollFlags::POLLOUT);
+        (readable || writable).then_some(Event { token, readable, writable })
+    });
+    Ok(events.collect())
 }
 // ANCHOR_END: wait
-
-/// `None` waits as long as it takes; past the kernel's range (24 days), as long as it may.
-/// `poll` and `epoll_wait` count whole milliseconds: rounded *up*, or the loop would wake
-/// just before a timer is due, find nothing to do, and wait again with a zero timeout.
-pub fn milliseconds(timeout: Option<Duration>) -> PollTimeout {
-    timeout.map_or(PollTimeout::NONE, |timeout| {
-        PollTimeout::try_from(timeout.as_nanos().div_ceil(1_000_000)).unwrap_or(PollTimeout::MAX)
-    })
-}

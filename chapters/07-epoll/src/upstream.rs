@@ -14,7 +14,8 @@ use shared::http::Response;
 use shared::trace;
 use shared::upstream::{self, ResponseReader, UpstreamParse};
 
-use crate::event_loop::{EventLoop, Handler, Interest, Token};
+use crate::event_loop::{EventLoop, Handler};
+use crate::poller::{Interest, Token};
 use crate::promise::{self, race, Deferred, Outcome, Promise};
 use crate::timers::TimerId;
 
@@ -24,8 +25,7 @@ use crate::timers::TimerId;
 pub fn fetch<S: 'static>(
     event_loop: &mut EventLoop<S>, address: SocketAddr, path_and_query: &str,
 ) -> Result<(Token, TimerId, Promise<Response, S>), Response> {
-    let stream = upstream::start_connecting(address).map_err(|_| cannot_connect())?;
-    let stream = Rc::new(stream);
+    let stream = Rc::new(upstream::start_connecting(address).map_err(|_| cannot_connect())?);
     let request = upstream::request(path_and_query, address);
     // The loop's half of the socket, and a promise that resolves when it becomes writable.
     let (connected, writable) = Deferred::new(event_loop);
@@ -40,7 +40,7 @@ pub fn fetch<S: 'static>(
         .then(move |(), _, _| check_connected(stream))
         .then(move |stream, _, _| send(stream, &request))
         .and_then(move |stream, event_loop, state| {
-            read_answer(event_loop, state, socket, stream, ResponseReader::new())
+            read_answer(event_loop, socket, state, stream, ResponseReader::new())
         });
     let timed_out = five_seconds.then(|(), _, _| Ok(upstream::gateway_timeout()));
     // ANCHOR_END: chain
@@ -69,7 +69,7 @@ fn send(stream: Rc<TcpStream>, request: &[u8]) -> Outcome<Rc<TcpStream>> {
 /// Step 3: reads until the answer is whole (or is not HTTP), waiting for the socket to be
 /// readable again, and calling itself again, as often as it takes.
 fn read_answer<S: 'static>(
-    event_loop: &mut EventLoop<S>, state: &mut S, socket: Token, stream: Rc<TcpStream>,
+    event_loop: &mut EventLoop<S>, socket: Token, state: &mut S, stream: Rc<TcpStream>,
     mut reader: ResponseReader,
 ) -> Promise<Response, S> {
     let mut chunk = [0u8; 16 * 1024];
@@ -86,10 +86,12 @@ fn read_answer<S: 'static>(
             UpstreamParse::Garbage(reason) => Err(upstream::bad_gateway(reason)),
             UpstreamParse::NeedMore => continue,
         };
-        return promise::settled(event_loop, outcome);
+        let (answer, promise) = Deferred::new(event_loop);
+        answer.settle(outcome);
+        return promise;
     }
-    ready(event_loop, state, socket, Interest::READABLE).and_then(move |(), event_loop, state| {
-        read_answer(event_loop, state, socket, stream, reader)
+    ready(event_loop, socket, state, Interest::READABLE).and_then(move |(), event_loop, state| {
+        read_answer(event_loop, socket, state, stream, reader)
     })
 }
 // ANCHOR_END: steps
@@ -129,7 +131,7 @@ impl<S> AsFd for UpstreamSocket<S> {
 
 /// A promise that resolves when `socket` is next ready for `interest`.
 fn ready<S: 'static>(
-    event_loop: &mut EventLoop<S>, state: &mut S, socket: Token, interest: Interest,
+    event_loop: &mut EventLoop<S>, socket: Token, state: &mut S, interest: Interest,
 ) -> Promise<(), S> {
     let (deferred, promise) = Deferred::new(event_loop);
     event_loop.set_interest(socket, interest);

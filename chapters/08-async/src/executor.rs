@@ -24,7 +24,7 @@ use std::thread::{self, ThreadId};
 use std::time::Duration;
 
 use shared::log;
-use shared::waker::Waker as SelfPipe;
+use shared::self_pipe::SelfPipe;
 
 use crate::{reactor, time};
 

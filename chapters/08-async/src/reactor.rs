@@ -24,8 +24,8 @@ use std::time::Duration;
 
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 
+use shared::self_pipe::SelfPipe;
 use shared::trace;
-use shared::waker::Waker as SelfPipe;
 
 /// Names one registered socket; its epoll events carry it back, as chapter 7's tokens did.
 /// (async-io calls the same thing a `Source`.)

@@ -1,19 +1,16 @@
-//! New in chapter 6: a file sent a chunk at a time, each read on the thread pool when the
-//! client has taken most of the last (see `fs.rs`). A download holds about one chunk in
-//! memory, whatever the file's size.
+//! New in chapter 6: a file sent a chunk at a time, each read on the thread pool once the
+//! client has taken most of the last (`fs.rs`): about one chunk in memory, whatever the size.
 
 use std::fs::File;
 
 use shared::files;
 
 use super::{Connection, State};
-use crate::event_loop::{EventLoop, Token};
 use crate::fs::Chunk;
-use crate::promise::Outcome;
-use crate::Server;
+use crate::poll_backend::Token;
+use crate::{Server, ServerLoop};
 
-/// What is left of a file to send: how many bytes, of how many, and the file to read them
-/// from (`None` while its next chunk is being read on the pool).
+/// What is left of a file to send, of how many bytes, and the file (`None` while it is read).
 pub struct Download {
     left: u64,
     length: u64,
@@ -29,34 +26,23 @@ impl Connection {
 
     /// Once the client has taken most of the last chunk, reads the next one.
     pub(super) fn read_more(
-        &mut self, event_loop: &mut EventLoop<Server>, token: Token, server: &mut Server,
+        &mut self, event_loop: &mut ServerLoop, token: Token, server: &mut Server,
     ) {
-        if self.pending_output() >= files::CHUNK {
-            return;
-        }
-        let Some(download) = self.download.as_mut() else { return };
+        let room = self.pending_output() < files::CHUNK;
+        let Some(download) = self.download.as_mut().filter(|_| room) else { return };
         let Some(file) = download.file.take() else { return }; // being read already
         let next = server.files.read(event_loop, file, download.length);
-        next.on_settled(move |outcome, event_loop, server| {
-            event_loop.with_handler(token, server, |connection: &mut Connection, l, t, s| {
-                connection.next_chunk(outcome, l, t, s)
+        next.on_settled(move |outcome, event_loop, state| {
+            event_loop.with_handler(token, state, |connection: &mut Self, event_loop, _, server| {
+                match outcome {
+                    Ok(chunk) => connection.add_chunk(chunk),
+                    // The head went out long ago: a read error can only end it short.
+                    Err(_) => connection.state = State::Done,
+                }
+                connection.try_respond(event_loop, token, server); // sends; then those behind
+                connection.after_event(event_loop, token, server);
             })
         });
-    }
-
-    /// The next chunk has been read (from `read_more`'s promise).
-    fn next_chunk(
-        &mut self, outcome: Outcome<Chunk>, event_loop: &mut EventLoop<Server>, token: Token,
-        server: &mut Server,
-    ) {
-        match outcome {
-            Ok(chunk) => self.add_chunk(chunk),
-            // The head went out long ago: all we can do for a read error is stop short.
-            Err(_) => self.state = State::Done,
-        }
-        self.send();
-        self.try_respond(event_loop, token, server); // the requests queued behind the file
-        self.after_event(event_loop, token, server);
     }
 
     /// Appends a chunk to the output, and keeps the file if more is left to send.
@@ -74,11 +60,5 @@ impl Connection {
             download.file = Some(file);
             self.download = Some(download);
         }
-    }
-
-    /// Waiting for the disk, with nothing for the client to take: our time, not its.
-    pub(super) fn reading_file(&self) -> bool {
-        let reading = self.download.as_ref().is_some_and(|download| download.file.is_none());
-        reading && self.pending_output() == 0
     }
 }

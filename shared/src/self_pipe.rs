@@ -16,17 +16,17 @@ use std::io::{self, Read};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 
-// ANCHOR: waker
+// ANCHOR: self_pipe
 /// The two ends of the self-pipe. Share it between threads with an `Arc`.
-pub struct Waker {
+pub struct SelfPipe {
     /// The end the loop watches: readable while a wake-up is pending.
     read_end: UnixStream,
-    /// The end [`Waker::wake`] writes to.
+    /// The end [`SelfPipe::wake`] writes to.
     write_end: UnixStream,
 }
 
-impl Waker {
-    pub fn new() -> io::Result<Waker> {
+impl SelfPipe {
+    pub fn new() -> io::Result<SelfPipe> {
         let (read_end, write_end) = UnixStream::pair()?;
         // Both ends non-blocking. The read end, so that draining stops at "empty" instead
         // of waiting. The write end, so that a flood of wake-ups filling the buffer makes
@@ -34,7 +34,7 @@ impl Waker {
         // the thread, or the signal handler, that wrote it.
         read_end.set_nonblocking(true)?;
         write_end.set_nonblocking(true)?;
-        Ok(Waker { read_end, write_end })
+        Ok(SelfPipe { read_end, write_end })
     }
 
     /// Makes the read end readable, carrying `byte` (the signal number, for signals). Only
@@ -67,10 +67,10 @@ impl Waker {
         }
     }
 }
-// ANCHOR_END: waker
+// ANCHOR_END: self_pipe
 
 /// The loop watches the read end.
-impl AsFd for Waker {
+impl AsFd for SelfPipe {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.read_end.as_fd()
     }
@@ -81,31 +81,31 @@ mod tests {
     use super::*;
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
-    fn readable(waker: &Waker) -> bool {
-        let mut fds = [PollFd::new(waker.as_fd(), PollFlags::POLLIN)];
+    fn readable(pipe: &SelfPipe) -> bool {
+        let mut fds = [PollFd::new(pipe.as_fd(), PollFlags::POLLIN)];
         poll(&mut fds, PollTimeout::ZERO).expect("poll") == 1
     }
 
     #[test]
     fn wake_makes_it_readable_until_drained() {
-        let waker = Waker::new().expect("waker");
-        assert!(!readable(&waker));
-        waker.wake();
-        waker.wake_with(15);
-        assert!(readable(&waker));
-        assert_eq!(waker.drain(), Some(15), "the last byte wins");
-        assert!(!readable(&waker));
-        assert_eq!(waker.drain(), None);
+        let pipe = SelfPipe::new().expect("self-pipe");
+        assert!(!readable(&pipe));
+        pipe.wake();
+        pipe.wake_with(15);
+        assert!(readable(&pipe));
+        assert_eq!(pipe.drain(), Some(15), "the last byte wins");
+        assert!(!readable(&pipe));
+        assert_eq!(pipe.drain(), None);
     }
 
     #[test]
     fn a_flood_of_wake_ups_never_blocks() {
-        let waker = Waker::new().expect("waker");
+        let pipe = SelfPipe::new().expect("self-pipe");
         for _ in 0..1_000_000 {
-            waker.wake(); // the buffer fills long before this; each extra write fails at once
+            pipe.wake(); // the buffer fills long before this; each extra write fails at once
         }
-        assert!(readable(&waker));
-        assert_eq!(waker.drain(), Some(0));
-        assert!(!readable(&waker));
+        assert!(readable(&pipe));
+        assert_eq!(pipe.drain(), Some(0));
+        assert!(!readable(&pipe));
     }
 }
