@@ -29,7 +29,7 @@ use std::thread::{self, ThreadId};
 use std::time::Duration;
 
 use shared::log;
-use shared::waker::Waker as SelfPipe;
+use shared::self_pipe::SelfPipe;
 
 use crate::{proactor, time};
 

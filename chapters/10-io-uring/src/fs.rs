@@ -35,7 +35,9 @@ pub struct RingFile(Option<OwnedFd>);
 
 impl Drop for RingFile {
     fn drop(&mut self) {
-        self.0.take().map(proactor::close_later);
+        if let Some(fd) = self.0.take() {
+            proactor::close_later(fd);
+        }
     }
 }
 
@@ -70,7 +72,9 @@ impl Files {
         // A look at what was opened, not a wait for the disk: the open brought it in.
         let status = file.0.as_ref().map(fstat);
         let Some(Ok(status)) = status.filter(|status| {
-            status.is_ok_and(|s| SFlag::from_bits_truncate(s.st_mode) & SFlag::S_IFMT == SFlag::S_IFREG)
+            status.is_ok_and(|s| {
+                SFlag::from_bits_truncate(s.st_mode) & SFlag::S_IFMT == SFlag::S_IFREG
+            })
         }) else {
             return Err(Response::error(404, "no such file")); // a folder, a FIFO, a device
         };
@@ -82,7 +86,7 @@ impl Files {
         let how = open_how { flags, mode: 0, resolve: RESOLVE_BENEATH };
         let path = CString::new(relative.as_os_str().as_bytes())?;
         let root = self.root.as_raw_fd(); // lives as long as `self`, and so as the operation
-        // SAFETY: the entry points into the path and the `open_how` the operation owns.
+                                          // SAFETY: the entry points into the path and the `open_how` the operation owns.
         let open = unsafe {
             submit((path, how), self.delay, |(path, how)| {
                 let size = size_of::<open_how>() as u32;
@@ -109,7 +113,12 @@ impl Files {
             submit((file, bytes), self.delay, |(file, bytes)| {
                 let fd = file.0.as_ref().map_or(-1, |fd| fd.as_raw_fd());
                 let room = bytes.spare_capacity_mut();
-                let entry = io_uring_sqe::new(IORING_OP_READ, fd, room.as_mut_ptr().cast(), room.len() as u32);
+                let entry = io_uring_sqe::new(
+                    IORING_OP_READ,
+                    fd,
+                    room.as_mut_ptr().cast(),
+                    room.len() as u32,
+                );
                 entry.with(0, u64::MAX)
             })
         };

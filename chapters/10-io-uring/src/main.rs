@@ -36,8 +36,8 @@ use nix::sys::resource::{getrlimit, Resource};
 use shared::app::{Context, Stats};
 use shared::args::{Config, Extra};
 use shared::http::{date, Response};
+use shared::self_pipe::SelfPipe;
 use shared::signals::Signals;
-use shared::waker::Waker;
 use shared::{listener, log, trace};
 
 use executor::{spawn, Executor};
@@ -54,8 +54,8 @@ const GRACE_PERIOD: Duration = Duration::from_secs(5);
 pub struct Loops {
     /// One per loop: each loop writes only its own; `/stats` reads them all.
     counters: Vec<Counters>,
-    /// One per loop: waking it tells the loop to shut down (see `shut_down_on_wake`).
-    wakers: Vec<Arc<Waker>>,
+    /// One per loop: ringing it tells the loop to shut down (see `shut_down_on_wake`).
+    doorbells: Vec<Arc<SelfPipe>>,
     /// Passed once every loop has its sockets and threads: then we say where to connect.
     set_up: Barrier,
     port: u16,
@@ -112,15 +112,15 @@ fn main() {
         listeners.push(bind(&config.host, port).unwrap_or_else(|error| fail("listen", error)));
     }
     // ANCHOR_END: listeners
-    let wakers = (0..config.threads).map(|_| Waker::new().map(Arc::new));
-    let wakers =
-        wakers.collect::<io::Result<_>>().unwrap_or_else(|error| fail("make wakers", error));
+    let doorbells = (0..config.threads).map(|_| SelfPipe::new().map(Arc::new));
+    let doorbells =
+        doorbells.collect::<io::Result<_>>().unwrap_or_else(|error| fail("make doorbells", error));
     let counters = (0..config.threads).map(|_| Counters::default()).collect();
     let set_up = Barrier::new(config.threads);
     let files = Files::new(&config.root, config.fs_delay);
     let files = Arc::new(files.unwrap_or_else(|error| fail("open --root", error)));
     let upstream_slots = Semaphore::new(config.upstream_limit);
-    let loops = Arc::new(Loops { counters, wakers, set_up, port, files, upstream_slots });
+    let loops = Arc::new(Loops { counters, doorbells, set_up, port, files, upstream_slots });
 
     // ANCHOR: threads
     // Loop 0 runs on this thread, and watches for signals; the others on threads of their own.
@@ -168,7 +168,7 @@ fn run_loop(
     if let Some(signals) = signals {
         spawn(broadcast_signal(Async::new(signals), server.clone()));
     }
-    spawn(shut_down_on_wake(Async::new(server.loops.wakers[index].clone()), server.clone()));
+    spawn(shut_down_on_wake(Async::new(server.loops.doorbells[index].clone()), server.clone()));
     spawn(refresh_date(server.clone()));
     // A client that connects once it reads the `listening on` line finds every loop ready.
     if server.loops.set_up.wait().is_leader() {
@@ -281,22 +281,22 @@ async fn accept(listener: Async<TcpListener>, server: Rc<Server>) {
 
 // ANCHOR: shutdown
 /// Loop 0's task: waits for SIGINT or SIGTERM, and passes it on to every loop, its own
-/// included, through their wakers. (A signal reaches one thread; every loop must stop.)
+/// included, through their doorbells. (A signal reaches one thread; every loop must stop.)
 async fn broadcast_signal(signals: Async<Signals>, server: Rc<Server>) {
     let signal =
         signals.read_with(|signals| signals.take().ok_or(io::ErrorKind::WouldBlock.into()));
     if let Ok(signal) = signal.await {
         log!("{signal}: shutting down: no new connections, finishing the ones in flight");
-        server.loops.wakers.iter().for_each(|waker| waker.wake());
+        server.loops.doorbells.iter().for_each(|doorbell| doorbell.wake());
     }
 }
 
-/// Every loop's task: once woken (its waker carries nothing else), starts the loop's
+/// Every loop's task: once its doorbell rings (it carries nothing else), starts the loop's
 /// graceful shutdown: its listener's task ends, idle connections end, busy ones send their
 /// last answer with `Connection: close`.
-async fn shut_down_on_wake(waker: Async<Arc<Waker>>, server: Rc<Server>) {
-    let woken = waker.read_with(|waker| waker.drain().ok_or(io::ErrorKind::WouldBlock.into()));
-    if woken.await.is_ok() {
+async fn shut_down_on_wake(doorbell: Async<Arc<SelfPipe>>, server: Rc<Server>) {
+    let rung = doorbell.read_with(|pipe| pipe.drain().ok_or(io::ErrorKind::WouldBlock.into()));
+    if rung.await.is_ok() {
         server.shutdown.set();
     }
 }

@@ -27,7 +27,9 @@ use nix::libc;
 use shared::upstream;
 
 use crate::proactor::submit;
-use crate::ring::{io_uring_sqe, IORING_OP_ACCEPT, IORING_OP_POLL_ADD, IORING_OP_RECV, IORING_OP_SEND};
+use crate::ring::{
+    io_uring_sqe, IORING_OP_ACCEPT, IORING_OP_POLL_ADD, IORING_OP_RECV, IORING_OP_SEND,
+};
 
 // ANCHOR: async
 /// A descriptor that operations in the ring may use, shared with them.
@@ -51,7 +53,8 @@ impl<T: AsFd + 'static> Async<T> {
         let poll = unsafe {
             submit(self.inner.clone(), Duration::ZERO, |inner| {
                 let fd = inner.as_fd().as_raw_fd();
-                io_uring_sqe::new(IORING_OP_POLL_ADD, fd, std::ptr::null(), 0).with(events as u32, 0)
+                io_uring_sqe::new(IORING_OP_POLL_ADD, fd, std::ptr::null(), 0)
+                    .with(events as u32, 0)
             })
         };
         poll.await.0.map(drop)

@@ -28,11 +28,11 @@ use std::time::Duration;
 
 use nix::libc;
 
+use shared::self_pipe::SelfPipe;
 use shared::trace;
-use shared::waker::Waker as SelfPipe;
 
-use crate::ring::{io_uring_sqe, Ring, __kernel_timespec, IORING_OP_CLOSE, IORING_OP_POLL_ADD};
 use crate::ring::IORING_OP_TIMEOUT;
+use crate::ring::{__kernel_timespec, io_uring_sqe, Ring, IORING_OP_CLOSE, IORING_OP_POLL_ADD};
 use crate::ring::{IORING_TIMEOUT_ETIME_SUCCESS, IOSQE_IO_LINK};
 
 // ANCHOR: proactor
@@ -79,7 +79,8 @@ thread_local! {
 /// Makes this thread's ring, with room for `completions` at once (a few per connection
 /// the loop will hold). Its error, where there is no io_uring to be had, says why.
 pub fn start(completions: u32) -> io::Result<()> {
-    let (ring, doorbell) = (Ring::new(256, completions)?, Arc::new(SelfPipe::new()?));
+    let ring = Ring::new(256, completions.max(256))?; // never fewer than the entries
+    let doorbell = Arc::new(SelfPipe::new()?);
     let slots = BTreeMap::new();
     let mut proactor = Proactor { ring, slots, next: 0, doorbell, woken: Vec::new() };
     proactor.watch_doorbell()?;
@@ -112,8 +113,9 @@ impl Proactor {
     fn start<const N: usize>(&mut self, chain: [(io_uring_sqe, Box<dyn Any>, State); N]) -> u64 {
         let first = self.next;
         self.next += N as u64;
-        let entries = std::array::from_fn::<_, N, _>(|i| {
-            io_uring_sqe { user_data: first + i as u64, ..chain[i].0 }
+        let entries = std::array::from_fn::<_, N, _>(|i| io_uring_sqe {
+            user_data: first + i as u64,
+            ..chain[i].0
         });
         // SAFETY: each entry points into its own `owned` (the promise of `submit`), which
         // stays in its slot, at the same address, until that entry's completion.
@@ -244,7 +246,8 @@ pub unsafe fn submit<T: 'static>(
         let tv_sec = i64::try_from(delay.as_secs()).unwrap_or(i64::MAX);
         let ts = Box::new(__kernel_timespec { tv_sec, tv_nsec: i64::from(delay.subsec_nanos()) });
         let timer = io_uring_sqe::new(IORING_OP_TIMEOUT, -1, (&raw const *ts).cast(), 1);
-        let timer = io_uring_sqe { flags: IOSQE_IO_LINK, ..timer.with(IORING_TIMEOUT_ETIME_SUCCESS, 0) };
+        let timer =
+            io_uring_sqe { flags: IOSQE_IO_LINK, ..timer.with(IORING_TIMEOUT_ETIME_SUCCESS, 0) };
         proactor.start([(timer, ts, State::Abandoned), (entry, owned, State::Waiting(None))])
     });
     Op { user_data, finished: false, owned: PhantomData }

@@ -94,7 +94,7 @@ pub struct io_cqring_offsets {
 pub struct io_uring_params {
     pub sq_entries: u32,
     pub cq_entries: u32,
-    pub flags: u32,    // IORING_SETUP_*
+    pub flags: u32, // IORING_SETUP_*
     pub sq_thread: [u32; 2],
     pub features: u32, // IORING_FEAT_*: what this kernel can do
     pub resv: [u32; 4],
@@ -245,7 +245,9 @@ impl Ring {
 fn unavailable(error: io::Error) -> io::Error {
     let why = match error.raw_os_error() {
         Some(libc::ENOSYS) => "this kernel has none",
-        Some(libc::EPERM) => "it is turned off or forbidden here (kernel.io_uring_disabled, seccomp)",
+        Some(libc::EPERM) => {
+            "it is turned off or forbidden here (kernel.io_uring_disabled, seccomp)"
+        }
         Some(libc::EINVAL) => "the kernel refused the setup (it needs Linux 6.1 or later)",
         _ => return error,
     };
@@ -332,7 +334,15 @@ impl Ring {
         // SAFETY: `arg`, and the timespec it points to, live through the call; the entries
         // the kernel takes are the caller's promise (see `push`).
         let result = unsafe {
-            libc::syscall(libc::SYS_io_uring_enter, fd, to_submit, wait_for, flags, &raw const arg, size)
+            libc::syscall(
+                libc::SYS_io_uring_enter,
+                fd,
+                to_submit,
+                wait_for,
+                flags,
+                &raw const arg,
+                size,
+            )
         };
         match result {
             -1 => Err(io::Error::last_os_error()),
@@ -358,7 +368,9 @@ impl Ring {
             while head != tail {
                 // SAFETY: the slot is within the array, written (before tail) and not yet
                 // handed back (not behind head).
-                complete(unsafe { self.rings.at::<io_uring_cqe>(cqes).add((head & mask) as usize).read() });
+                complete(unsafe {
+                    self.rings.at::<io_uring_cqe>(cqes).add((head & mask) as usize).read()
+                });
                 head = head.wrapping_add(1);
             }
             // Release: our reads of those slots are done before the kernel may refill them.
@@ -388,7 +400,10 @@ impl io_uring_sqe {
     /// Cancels the entry whose `user_data` is `target`: it completes with `-ECANCELED` (or
     /// its own result, if it finished first).
     pub fn cancel(target: u64) -> io_uring_sqe {
-        io_uring_sqe { addr: target, ..io_uring_sqe::new(IORING_OP_ASYNC_CANCEL, -1, std::ptr::null(), 0) }
+        io_uring_sqe {
+            addr: target,
+            ..io_uring_sqe::new(IORING_OP_ASYNC_CANCEL, -1, std::ptr::null(), 0)
+        }
     }
 
     pub fn with(self, op_flags: u32, off: u64) -> io_uring_sqe {

@@ -1,0 +1,109 @@
+//! Operations own their memory: the kernel may write into it until the completion comes
+//! back, whatever became of the future that asked. These tests count when that memory is
+//! freed (a `Tracked` value notes its own drop), with sockets nobody writes to.
+
+use std::cell::Cell;
+use std::os::unix::net::UnixStream;
+use std::rc::Rc;
+use std::time::Instant;
+
+use super::*;
+use crate::ring::IORING_OP_RECV;
+
+/// Memory an operation owns, which says when it is freed.
+struct Tracked(Rc<Cell<bool>>, Vec<u8>);
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.0.set(true);
+    }
+}
+
+fn in_flight() -> usize {
+    with(|proactor| proactor.slots.len())
+}
+
+/// Turns until `done`, for at most 3 s.
+fn turn_until(done: impl Fn() -> bool) {
+    let started = Instant::now();
+    while !done() && started.elapsed() < Duration::from_secs(3) {
+        turn(Some(Duration::from_millis(100))).expect("turn");
+    }
+}
+
+/// A receive on a socket nobody writes to: it would wait forever.
+fn receive(
+    socket: &Rc<UnixStream>, delay: Duration, freed: &Rc<Cell<bool>>,
+) -> Op<(Rc<UnixStream>, Tracked)> {
+    let owned = (socket.clone(), Tracked(freed.clone(), Vec::with_capacity(64)));
+    // SAFETY: the entry points into the buffer the operation owns.
+    unsafe {
+        submit(owned, delay, |(socket, tracked)| {
+            let room = tracked.1.spare_capacity_mut();
+            io_uring_sqe::new(IORING_OP_RECV, socket.as_raw_fd(), room.as_mut_ptr().cast(), 64)
+        })
+    }
+}
+
+#[test]
+fn a_dropped_operation_keeps_its_memory_until_the_kernel_gives_it_back() {
+    start(64).expect("io_uring");
+    let (ours, _peer) = UnixStream::pair().expect("socketpair");
+    let (ours, freed) = (Rc::new(ours), Rc::new(Cell::new(false)));
+    drop(receive(&ours, Duration::ZERO, &freed)); // its task left, say
+    assert!(!freed.get(), "not yet: the kernel may still write into the buffer");
+    assert_eq!(in_flight(), 2, "the receive, and the cancel that asks it to stop");
+    turn_until(|| freed.get());
+    assert!(freed.get(), "freed once the cancelled receive completed");
+    assert_eq!(in_flight(), 0, "nothing left behind");
+}
+
+#[test]
+fn an_operation_behind_a_timer_is_cancelled_with_its_timer() {
+    start(64).expect("io_uring");
+    let (ours, _peer) = UnixStream::pair().expect("socketpair");
+    let (ours, freed) = (Rc::new(ours), Rc::new(Cell::new(false)));
+    let started = Instant::now();
+    drop(receive(&ours, Duration::from_secs(30), &freed)); // a 30 s "slow disk"
+    turn_until(|| freed.get());
+    assert!(freed.get() && started.elapsed() < Duration::from_secs(2), "not 30 s later");
+    assert_eq!(in_flight(), 0);
+}
+
+#[test]
+fn a_completed_operation_returns_its_memory_with_the_result() {
+    start(64).expect("io_uring");
+    let (ours, peer) = UnixStream::pair().expect("socketpair");
+    let (ours, freed) = (Rc::new(ours), Rc::new(Cell::new(false)));
+    std::io::Write::write_all(&mut &peer, b"hello").expect("write");
+    let mut op = std::pin::pin!(receive(&ours, Duration::ZERO, &freed));
+    let waker = Waker::noop();
+    let mut context = Context::from_waker(waker);
+    assert!(op.as_mut().poll(&mut context).is_pending(), "in the ring, until a turn");
+    turn_until(|| {
+        with(|proactor| proactor.slots.values().any(|slot| matches!(slot.state, State::Done(_))))
+    });
+    let Poll::Ready((received, (_, mut tracked))) = op.as_mut().poll(&mut context) else {
+        panic!("completed, after a turn")
+    };
+    let count = received.expect("received") as usize;
+    // SAFETY: the kernel wrote `count` bytes at the start of the buffer's room.
+    unsafe { tracked.1.set_len(count) };
+    assert_eq!(tracked.1, b"hello");
+    assert!(!freed.get(), "given back, not freed");
+    assert_eq!(in_flight(), 0);
+}
+
+#[test]
+fn the_doorbell_ends_a_wait_from_another_thread() {
+    start(64).expect("io_uring");
+    let doorbell = doorbell();
+    let ringer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        doorbell.wake();
+    });
+    let started = Instant::now();
+    turn(Some(Duration::from_secs(5))).expect("turn");
+    ringer.join().expect("the other thread");
+    assert!(started.elapsed() < Duration::from_secs(2), "woken at once: {:?}", started.elapsed());
+}
