@@ -18,7 +18,6 @@ mod race;
 mod ring;
 mod sync;
 mod time;
-mod timers;
 mod upstream;
 
 use std::cell::RefCell;
@@ -192,7 +191,7 @@ fn run_loop(
         }
         let counters = server.counters();
         counters.loop_turns.store(executor::turns(), Ordering::Relaxed);
-        counters.timers_pending.store(time::pending() as u64, Ordering::Relaxed);
+        counters.timers_pending.store(time::pending(), Ordering::Relaxed);
     }
 }
 // ANCHOR_END: run_loop

@@ -243,8 +243,7 @@ pub unsafe fn submit<T: 'static>(
         if delay.is_zero() {
             return proactor.start([(entry, owned, State::Waiting(None))]);
         }
-        let tv_sec = i64::try_from(delay.as_secs()).unwrap_or(i64::MAX);
-        let ts = Box::new(__kernel_timespec { tv_sec, tv_nsec: i64::from(delay.subsec_nanos()) });
+        let ts = Box::new(__kernel_timespec::from(delay));
         let timer = io_uring_sqe::new(IORING_OP_TIMEOUT, -1, (&raw const *ts).cast(), 1);
         let timer =
             io_uring_sqe { flags: IOSQE_IO_LINK, ..timer.with(IORING_TIMEOUT_ETIME_SUCCESS, 0) };

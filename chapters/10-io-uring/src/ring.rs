@@ -119,6 +119,13 @@ pub struct __kernel_timespec {
     pub tv_nsec: i64,
 }
 
+impl From<Duration> for __kernel_timespec {
+    fn from(duration: Duration) -> __kernel_timespec {
+        let tv_sec = i64::try_from(duration.as_secs()).unwrap_or(i64::MAX);
+        __kernel_timespec { tv_sec, tv_nsec: i64::from(duration.subsec_nanos()) }
+    }
+}
+
 // A wrong layout would still compile: the kernel would read garbage. So, the header's
 // sizes, checked by the compiler.
 const _: () = assert!(size_of::<io_uring_sqe>() == 64 && size_of::<io_uring_cqe>() == 16);
@@ -321,10 +328,7 @@ impl Ring {
     }
 
     fn enter(&mut self, wait_for: u32, flags: u32, timeout: Option<Duration>) -> io::Result<u32> {
-        let ts = timeout.map(|timeout| __kernel_timespec {
-            tv_sec: i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX),
-            tv_nsec: i64::from(timeout.subsec_nanos()),
-        });
+        let ts = timeout.map(__kernel_timespec::from);
         let ts = ts.as_ref().map_or(0, |ts| ts as *const __kernel_timespec as u64);
         let arg = io_uring_getevents_arg { ts, ..Default::default() };
         // As C longs: a variadic call does not widen its arguments for us.
