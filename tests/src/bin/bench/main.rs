@@ -15,13 +15,15 @@
 //! Around every run it reads the server's CPU time, for the CPU each request cost. Then it
 //! counts system calls per request (`strace`) and heap allocations per request
 //! (`valgrind --tool=dhat`) where those tools are installed. It prints a Markdown report
-//! and writes it, with an SVG chart, to the book's `generated/` folder.
+//! and writes it, with an SVG chart and the raw results (`results.rs`), to the book's
+//! `generated/` folder; `--redraw` draws the report and the chart again from those.
 //!
 //! The pieces, one file each: `options` (the command line), `targets` and `nginx`
 //! (building and starting servers), `generator` (`wrk` or our own `load`), `scenarios`
 //! (what to measure, one round at a time), `probes` (bounded checks and idle
-//! connections), `cpu`, `syscalls`, `allocations`, `summary` (rounds to medians), `report`
-//! (the tables, with `text` for the numbers in them), and `chart` and `panels` (the SVG).
+//! connections), `cpu`, `syscalls`, `allocations`, `summary` (rounds to medians), `results`
+//! (kept, and read back), `report` (the tables, with `text` for the numbers in them), and
+//! `chart`, `panels` and `idle` (the SVG).
 //! `process` makes sure no child outlives the harness.
 //!
 //! Bounded in time: a full run takes about ten minutes, `--quick` about four; every wait
@@ -31,19 +33,20 @@ mod allocations;
 mod chart;
 mod cpu;
 mod generator;
+mod idle;
 mod nginx;
 mod options;
 mod panels;
 mod probes;
 mod process;
 mod report;
+mod results;
 mod scenarios;
 mod summary;
 mod syscalls;
 mod targets;
 mod text;
 
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{exit, Command};
 use std::time::{Duration, Instant};
@@ -83,7 +86,15 @@ fn main() {
 }
 
 fn run(options: &Options, args: &[String]) -> Result<(), String> {
+    if options.redraw {
+        let folder = match &options.out {
+            Some(folder) => folder.clone(),
+            None => find_workspace()?.join("book/src/generated"),
+        };
+        return results::redraw(&folder, options.write);
+    }
     let started = Instant::now();
+    let measured_at = text::now_utc();
     let load_before = text::load_average();
     // Every number here assumes the machine has nothing else to do.
     if let Some(busy) =
@@ -301,6 +312,9 @@ fn run(options: &Options, args: &[String]) -> Result<(), String> {
     }
     let run = Run {
         command,
+        measured_at,
+        machine: text::machine(),
+        clock_ticks: cpu::clock_ticks_per_second(),
         generator: generator.describe(),
         peer,
         rounds,
@@ -320,14 +334,7 @@ fn run(options: &Options, args: &[String]) -> Result<(), String> {
     println!("{page}");
     if options.write {
         let folder = options.out.clone().unwrap_or_else(|| workspace.join("book/src/generated"));
-        fs::create_dir_all(&folder)
-            .map_err(|error| format!("cannot create {}: {error}", folder.display()))?;
-        for (name, text) in [("bench.md", page), ("bench.svg", chart::svg(&run))] {
-            let path = folder.join(name);
-            fs::write(&path, text)
-                .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
-            eprintln!("bench: wrote {}", path.display());
-        }
+        results::write_files(&folder, &run, Some(results::write(&run)))?;
     }
     eprintln!("bench: finished in {}", human_duration(started.elapsed()));
     Ok(())
