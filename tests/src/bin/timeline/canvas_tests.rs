@@ -29,8 +29,8 @@ fn a_zoomed_axis_starts_where_the_view_does() {
 fn a_paragraph_breaks_between_words_to_fit() {
     let mut canvas = Canvas::new(800.0);
     let text = "one two three four five six seven eight nine ten";
-    // About 6.7 px a character at 12 px: 20 characters a line.
-    let down = canvas.paragraph(16.0, 100.0, 20.0 * 6.72, MUTED, text);
+    // About 6.2 px a character at 12 px: 20 characters a line.
+    let down = canvas.paragraph(16.0, 100.0, 20.0 * 6.24, MUTED, text);
     assert_eq!(down, 32.0, "three lines");
     assert!(canvas.out.contains(">one two three four<"), "{}", canvas.out);
     assert_eq!(canvas.out.matches("<text").count(), 3);

@@ -126,9 +126,9 @@ pub fn panel_words(panel: &Panel) -> (String, String) {
     let our_code = turns.as_ref().map(|turns| ms(turns.our_code_ms)).unwrap_or("?".into());
     let cpu = match run.loop_cpu_ms {
         Some(cpu) => format!(
-            " The loop's thread was on a CPU for {} ms of these {:.0}.",
+            " The loop's thread was on a CPU for {} ms of these {:.1} s.",
             ms(cpu),
-            run.read_at
+            run.read_at / 1000.0
         ),
         None => String::new(),
     };
@@ -191,8 +191,8 @@ pub fn draw(name: &str, number: u8, panels: &[Panel]) -> String {
     items.insert(2, (Swatch::Fill(WALKING), "in poll: the kernel walks the list".into()));
     let redraw = format!(
         "Redraw it: cargo run -p suite --bin timeline -- --chapter {number} (it opens the idle \
-         connections first, --idle N to choose how many, and adds {}, then --backend poll or \
-         epoll). A debug build, as cargo run makes it.",
+         connections first, or --idle N, and adds {}, then --backend poll or epoll). A debug \
+         build, as cargo run makes it.",
         panels
             .first()
             .map(|panel| {

@@ -97,7 +97,7 @@ fn the_poll_panel_draws_the_kernel_walking_the_list_at_each_end_of_a_wait() {
     assert!(svg.contains("--backend poll: every turn hands the kernel the list of all 5,005"));
     assert!(svg.contains("A turn takes 1.2 ms in our code"));
     assert!(svg.contains("about 4.0 ms in the kernel at each end of a wait"));
-    assert!(svg.contains("on a CPU for 98 ms of these 800"));
+    assert!(svg.contains("on a CPU for 98 ms of these 0.8 s"));
     assert!(svg.contains("--backend epoll: the kernel keeps the list, and a turn hands it nothing"));
     assert!(svg.contains("idle: waiting in poll or epoll"), "one legend for both panels");
     // How to redraw it, without the backend (the tool picks each in turn).
