@@ -151,7 +151,9 @@ fn fixed_flags(binary: &Path) -> Vec<(&'static str, String)> {
     flags
 }
 
-/// Runs the scenario against `binary`, chapter `chapter`'s program.
+/// Runs the scenario against `binary`, chapter `chapter`'s program, with what `setup`
+/// asks for first: with idle connections, a [`Clock`] connection, then the idle ones, and
+/// the loop's CPU time read around the three clients.
 pub fn run(chapter: &'static Chapter, binary: &Path, setup: &Setup) -> Result<Run, String> {
     let site = Site::create(0).map_err(|error| format!("cannot make a --root: {error}"))?;
     let mut flags = fixed_flags(binary);
