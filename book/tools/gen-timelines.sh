@@ -8,7 +8,10 @@
 # (--fs-delay-ms 200), client A asks for /sleep?ms=300, B for /hello 50 ms later and C for
 # a file at 100 ms, each on its own connection, and the trace is drawn on one time axis:
 # what the loop (and from chapter 6 the pool's worker) did, and when each client was
-# accepted and answered. About two seconds a chapter.
+# accepted and answered. About two seconds a chapter; chapter 7 runs the scenario twice,
+# with --backend poll and epoll, each beside 5,000 idle connections opened first (--idle N
+# for another number; `ulimit -n` must allow them), and chapter 8 adds when each task ran
+# and B's request zoomed in.
 #
 # Usage: book/tools/gen-timelines.sh [OUTPUT_DIR]    (default: book/src/generated)
 #
@@ -25,4 +28,5 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="${1:-$root/book/src/generated}"
 cd "$root"
+ulimit -n 20000 2>/dev/null || true # chapter 7's idle connections need the descriptors
 cargo run --quiet -p suite --bin timeline -- --all --out "$out"

@@ -15,15 +15,17 @@
 //! Around every run it reads the server's CPU time, for the CPU each request cost. Then it
 //! counts system calls per request (`strace`) and heap allocations per request
 //! (`valgrind --tool=dhat`) where those tools are installed. It prints a Markdown report
-//! and writes it, with an SVG chart, to the book's `generated/` folder, and records what
-//! the run was made from in the book's lock (`suite::lock`), so that the book's check
-//! fails once a chapter changes and the benchmark was not run again.
+//! and writes it, with an SVG chart and the raw results (`results.rs`), to the book's
+//! `generated/` folder; `--redraw` draws the report and the chart again from those. A run
+//! records what it was made from in the book's lock (`suite::lock`), so that the book's
+//! check fails once a chapter changes and the benchmark was not run again.
 //!
 //! The pieces, one file each: `options` (the command line), `targets` and `nginx`
 //! (building and starting servers), `generator` (`wrk` or our own `load`), `scenarios`
 //! (what to measure, one round at a time), `probes` (bounded checks and idle
-//! connections), `cpu`, `syscalls`, `allocations`, `summary` (rounds to medians), `report`
-//! (the tables, with `text` for the numbers in them), and `chart` and `panels` (the SVG).
+//! connections), `cpu`, `syscalls`, `allocations`, `summary` (rounds to medians), `results`
+//! (kept, and read back), `report` (the tables, with `text` for the numbers in them), and
+//! `chart`, `panels` and `idle` (the SVG).
 //! `process` makes sure no child outlives the harness.
 //!
 //! Bounded in time: a full run takes about ten minutes, `--quick` about four; every wait
@@ -33,19 +35,20 @@ mod allocations;
 mod chart;
 mod cpu;
 mod generator;
+mod idle;
 mod nginx;
 mod options;
 mod panels;
 mod probes;
 mod process;
 mod report;
+mod results;
 mod scenarios;
 mod summary;
 mod syscalls;
 mod targets;
 mod text;
 
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{exit, Command};
 use std::time::{Duration, Instant};
@@ -85,7 +88,15 @@ fn main() {
 }
 
 fn run(options: &Options, args: &[String]) -> Result<(), String> {
+    if options.redraw {
+        let folder = match &options.out {
+            Some(folder) => folder.clone(),
+            None => find_workspace()?.join("book/src/generated"),
+        };
+        return results::redraw(&folder, options.write);
+    }
     let started = Instant::now();
+    let measured_at = text::now_utc();
     let load_before = text::load_average();
     // Every number here assumes the machine has nothing else to do.
     if let Some(busy) =
@@ -303,6 +314,9 @@ fn run(options: &Options, args: &[String]) -> Result<(), String> {
     }
     let run = Run {
         command,
+        measured_at,
+        machine: text::machine(),
+        clock_ticks: cpu::clock_ticks_per_second(),
         generator: generator.describe(),
         peer,
         rounds,
@@ -322,14 +336,7 @@ fn run(options: &Options, args: &[String]) -> Result<(), String> {
     println!("{page}");
     if options.write {
         let folder = options.out.clone().unwrap_or_else(|| workspace.join("book/src/generated"));
-        fs::create_dir_all(&folder)
-            .map_err(|error| format!("cannot create {}: {error}", folder.display()))?;
-        for (name, text) in [("bench.md", page), ("bench.svg", chart::svg(&run))] {
-            let path = folder.join(name);
-            fs::write(&path, text)
-                .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
-            eprintln!("bench: wrote {}", path.display());
-        }
+        results::write_files(&folder, &run, Some(results::write(&run)))?;
         // Written where the book looks: the lock records what this run was made from, so
         // that the book's check can tell when a chapter changed after it.
         if same_folder(&folder, &workspace.join("book/src/generated")) {
@@ -367,7 +374,7 @@ fn plan(options: &Options, runs_per_round: usize) -> (usize, u64) {
 
 /// The workspace root: where this crate was built from, or else the nearest folder above
 /// the current one with a `chapters/` folder beside a `Cargo.toml`.
-/// Do these two paths name the same folder?
+/// Are these the same folder, however they are written?
 fn same_folder(one: &Path, other: &Path) -> bool {
     match (one.canonicalize(), other.canonicalize()) {
         (Ok(one), Ok(other)) => one == other,

@@ -8,10 +8,12 @@ pub const USAGE: &str = "\
 usage: bench [--quick] [--chapters 1,2,3] [--out DIR | --no-write]
              [--generator auto|wrk|own] [--no-nginx] [--scenarios ID,ID,...]
              [--rounds N] [--seconds N] [--no-syscalls] [--no-allocations]
+       bench --redraw [--out DIR]
 
   --quick            one round of 1 s per scenario and server (about 4 minutes)
   --chapters LIST    which chapters, by number (default: every folder in chapters/)
-  --out DIR          where to write bench.md and bench.svg (default: book/src/generated)
+  --out DIR          where to write bench.md, bench.svg and the raw results,
+                     bench-results.txt (default: book/src/generated)
   --no-write         only print the report
   --generator G      wrk (default when installed) or own (tests/src/bin/load.rs)
   --no-nginx         do not run nginx (one worker, and x2: two workers) as the peer
@@ -21,7 +23,9 @@ usage: bench [--quick] [--chapters 1,2,3] [--out DIR | --no-write]
   --rounds N         rounds per scenario (default 3, or 2 if 3 do not fit; --quick: 1)
   --seconds N        seconds per round (default: what fits the budget, 1 to 3)
   --no-syscalls      skip counting system calls with strace
-  --no-allocations   skip counting heap allocations with valgrind";
+  --no-allocations   skip counting heap allocations with valgrind
+  --redraw           measure nothing: draw bench.md and bench.svg again from the raw
+                     results of the last run, DIR/bench-results.txt";
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Choice {
@@ -43,6 +47,7 @@ pub struct Options {
     pub seconds: Option<u64>,
     pub syscalls: bool,
     pub allocations: bool,
+    pub redraw: bool,
 }
 
 pub fn parse_args(args: &[String]) -> Result<Option<Options>, String> {
@@ -58,6 +63,7 @@ pub fn parse_args(args: &[String]) -> Result<Option<Options>, String> {
         seconds: None,
         syscalls: true,
         allocations: true,
+        redraw: false,
     };
     let mut rest = args.iter();
     while let Some(flag) = rest.next() {
@@ -116,6 +122,7 @@ pub fn parse_args(args: &[String]) -> Result<Option<Options>, String> {
             }
             "--no-syscalls" => options.syscalls = false,
             "--no-allocations" => options.allocations = false,
+            "--redraw" => options.redraw = true,
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -141,5 +148,6 @@ mod tests {
         assert!(parse(&["--rounds", "0"]).is_err());
         assert!(parse(&["--seconds"]).is_err());
         assert!(parse(&["--help"]).expect("valid").is_none());
+        assert!(parse(&["--redraw"]).expect("valid").expect("not --help").redraw);
     }
 }

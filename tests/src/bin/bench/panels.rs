@@ -1,204 +1,239 @@
-//! The bar panels at the top of the chart: small multiples, one panel per scenario
-//! (keep-alive `/hello`, pipelined `/hello`, pipelined 64 KiB echoes) and one of CPU per
-//! request, one horizontal bar per server, the servers' names down the left.
-//!
-//! Each panel has its own scale: pipelined `/hello` runs to a million requests per second,
-//! and on one shared axis it would flatten every other bar to a sliver.
+//! The bar panels of the chart: one per question ([`QUESTIONS`]), a row per server with
+//! its name down the left, and a column per measure (requests a second in one scenario,
+//! peak memory, CPU per request, ...), each on its own scale: pipelined `/hello` runs to a
+//! million requests a second, and on one shared axis it would flatten every other bar to a
+//! sliver. Every bar has its value written at its end, so no axis is needed to read it.
 
-use std::fmt::Write;
-
-use crate::chart::{color, escape, is_variant, nice_scale, opacity, short_number, HALO, RIGHT};
-use crate::report::{Run, ScenarioResult};
+use crate::chart::{color, escape, is_variant, opacity, short_number, text, text_width, HALO, INK};
+use crate::chart::{panel_title, MUTED, WIDTH};
+use crate::report::Run;
 use crate::summary::Summary;
-use crate::text::{microseconds, rate_text};
+use crate::text::{memory_text, microseconds, per_request_text, rate_text};
 
-/// The bar panels: server names right-aligned up to here, the panels after it.
-const NAMES_RIGHT: f64 = 150.0;
-const PANEL_GAP: f64 = 18.0;
-/// Height of one server's row in the bar panels.
-pub const ROW: f64 = 18.0;
-/// The scenarios with a bar panel each, with a caption short enough for a panel, and the
-/// one whose CPU per request gets a panel.
-const BAR_SCENARIOS: [(&str, &str); 3] = [
-    ("keep-alive-50", "/hello, 50 connections"),
-    ("pipelined-16", "/hello, 16 pipelined"),
-    ("pipelined-echo-64k", "POST 64 KiB, 16 pipelined"),
+/// What a column of bars shows.
+pub enum Measure {
+    /// Requests a second in a scenario (by its id).
+    Rate(&'static str),
+    /// The server's peak memory in a scenario.
+    Memory(&'static str),
+    /// CPU time per request in a scenario: user time dark, system time pale, stacked.
+    Cpu(&'static str),
+    /// System calls per request (strace), in the scenario the run counted them in.
+    Syscalls,
+    /// Heap allocations per `/hello` (valgrind).
+    Allocations,
+}
+
+pub struct Column {
+    pub head: &'static str,
+    pub measure: Measure,
+}
+
+/// One panel: a question, how to read the answer, and its columns.
+pub struct Question {
+    pub title: &'static str,
+    pub note: &'static str,
+    pub columns: &'static [Column],
+}
+
+pub const QUESTIONS: [Question; 4] = [
+    Question {
+        title: "How many /hello requests a second, as clients grow?",
+        note:
+            "keep-alive where the server allows it; longer is better; each column on its own scale",
+        columns: &[
+            Column { head: "1 connection", measure: Measure::Rate("keep-alive-1") },
+            Column { head: "50 connections", measure: Measure::Rate("keep-alive-50") },
+            Column { head: "500 connections", measure: Measure::Rate("keep-alive-500") },
+        ],
+    },
+    Question {
+        title: "Pipelining: 16 requests sent before reading the answers",
+        note: "requests a second on 50 connections; longer is better",
+        columns: &[
+            Column { head: "/hello", measure: Measure::Rate("pipelined-16") },
+            Column {
+                head: "POST /echo, 64 KiB each way",
+                measure: Measure::Rate("pipelined-echo-64k"),
+            },
+        ],
+    },
+    Question {
+        title: "Files: requests a second, and the memory a download holds",
+        note: "longer is better for requests, shorter for memory",
+        columns: &[
+            Column { head: "8 MiB file, 10 conns: req/s", measure: Measure::Rate("file-8mib") },
+            Column { head: "its peak memory", measure: Measure::Memory("file-8mib") },
+            Column { head: "64 KiB file, 50 conns: req/s", measure: Measure::Rate("file-64k") },
+        ],
+    },
+    Question {
+        title: "What one /hello costs the server",
+        note: "per request, /hello on 50 connections; shorter is better",
+        columns: &[
+            Column { head: "CPU µs: user | system", measure: Measure::Cpu("keep-alive-50") },
+            Column { head: "system calls", measure: Measure::Syscalls },
+            Column { head: "heap allocations", measure: Measure::Allocations },
+        ],
+    },
 ];
-const CPU_SCENARIO: &str = "keep-alive-50";
-/// At most this many values under a panel: more would run into each other.
-const PANEL_TICKS: f64 = 4.0;
 
-/// All the panels, their top edge at `top`.
-pub fn draw(out: &mut String, run: &Run, top: f64) {
-    let bottom = top + ROW * run.servers.len() as f64;
-    server_names(out, run, top);
-    let panel_width = (RIGHT - NAMES_RIGHT - PANEL_GAP * 3.0) / 4.0;
-    for (slot, (id, caption)) in BAR_SCENARIOS.iter().enumerate() {
-        let left = NAMES_RIGHT + 10.0 + (panel_width + PANEL_GAP) * slot as f64;
-        if let Some(result) = run.scenarios.iter().find(|r| r.scenario.id == *id) {
-            let panel = Panel { left, right: left + panel_width - 10.0, top, bottom };
-            rate_panel(out, run, result, caption, panel);
-        }
-    }
-    if let Some(result) = run.scenarios.iter().find(|r| r.scenario.id == CPU_SCENARIO) {
-        let left = NAMES_RIGHT + 10.0 + (panel_width + PANEL_GAP) * 3.0;
-        cpu_panel(out, run, result, Panel { left, right: RIGHT, top, bottom });
-    }
+/// One server's value in a column.
+enum Value {
+    /// A bar (`first`, and `second` stacked after it), with the words at its end.
+    Bar { first: f64, second: f64, words: String, hover: String },
+    /// No bar: `blocked`, `failed`, `n/a`, and why.
+    Missing(&'static str, String),
 }
 
-/// The servers' names, one per row, right-aligned against the bar panels.
-fn server_names(out: &mut String, run: &Run, top: f64) {
-    for (row, server) in run.servers.iter().enumerate() {
-        let _ = writeln!(
-            out,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" fill=\"{}\">{}</text>",
-            NAMES_RIGHT,
-            top + ROW * row as f64 + 13.0,
-            if server.starts_with("nginx") { "#333333" } else { "#000000" },
-            escape(server)
-        );
-    }
-}
-
-/// Where a bar panel is drawn: its plot area, one row per server from the top.
-#[derive(Clone, Copy)]
-struct Panel {
-    left: f64,
-    right: f64,
-    top: f64,
-    bottom: f64,
-}
-
-/// A panel's title, its vertical grid with the values under it, and its frame.
-/// Its scale ends a third beyond the longest bar (`largest`), to leave room for the
-/// bar's label. Returns where on the panel a value lies.
-fn panel_frame(
-    out: &mut String, panel: Panel, title: &str, subtitle: &str, largest: f64,
-    label: impl Fn(f64) -> String,
-) -> impl Fn(f64) -> f64 {
-    let Panel { left, right, top, bottom } = panel;
-    let (scale_top, step) = nice_scale(largest * 1.35, PANEL_TICKS);
-    let _ = writeln!(
-        out,
-        "<text x=\"{left:.1}\" y=\"{:.1}\" font-weight=\"bold\">{}</text>\
-         <text x=\"{left:.1}\" y=\"{:.1}\" font-size=\"11\" fill=\"#555555\">{}</text>",
-        top - 18.0,
-        escape(title),
-        top - 5.0,
-        escape(subtitle)
-    );
-    let x = move |value: f64| left + (value / scale_top).min(1.0) * (right - left);
-    let mut tick = 0.0;
-    while tick <= scale_top + step / 2.0 {
-        let _ = writeln!(
-            out,
-            "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{top:.1}\" y2=\"{bottom:.1}\" \
-             stroke=\"#e4e4e4\"/><text x=\"{0:.1}\" y=\"{1:.1}\" text-anchor=\"middle\" \
-             font-size=\"10\" fill=\"#555555\">{2}</text>",
-            x(tick),
-            bottom + 13.0,
-            label(tick)
-        );
-        tick += step;
-    }
-    let _ = writeln!(
-        out,
-        "<line x1=\"{left:.1}\" x2=\"{left:.1}\" y1=\"{top:.1}\" y2=\"{bottom:.1}\" \
-         stroke=\"#333333\"/>"
-    );
-    x
-}
-
-// ANCHOR: bars
-/// One scenario's requests per second: a bar per server, the value at its end.
-fn rate_panel(out: &mut String, run: &Run, result: &ScenarioResult, caption: &str, panel: Panel) {
-    let Panel { left, top, .. } = panel;
-    let largest = result
-        .cells
-        .iter()
-        .filter_map(Summary::measured)
-        .map(|load| load.requests_per_s)
-        .fold(1.0, f64::max);
-    let x = panel_frame(out, panel, result.scenario.id, caption, largest, short_number);
-    for (row, (server, cell)) in run.servers.iter().zip(&result.cells).enumerate() {
-        let y = top + ROW * row as f64 + 3.0;
-        match cell.measured() {
-            Some(load) => {
-                let end = x(load.requests_per_s);
-                let _ = writeln!(
-                    out,
-                    "<rect x=\"{left:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{:.1}\" \
-                     fill=\"{}\"{}><title>{}, {}: {} requests/s</title></rect>\
-                     <text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\"{HALO}>{}</text>",
-                    end - left,
-                    ROW - 6.0,
-                    color(server),
-                    opacity(server),
-                    escape(server),
-                    result.scenario.id,
-                    rate_text(load.requests_per_s),
-                    end + 3.0,
-                    y + 10.0,
-                    short_number(load.requests_per_s)
-                );
-            }
-            None => not_measured(out, cell, left, y),
-        }
-    }
-}
-// ANCHOR_END: bars
-
-/// CPU per request in one scenario: user time dark, system time pale, stacked.
-fn cpu_panel(out: &mut String, run: &Run, result: &ScenarioResult, panel: Panel) {
-    let Panel { left, top, .. } = panel;
-    let largest =
-        result.cells.iter().filter_map(Summary::cpu).map(|cpu| cpu.total_us()).fold(1.0, f64::max);
-    let title = format!("CPU, {}", result.scenario.id);
-    let subtitle = "µs/request: user | system";
-    let x = panel_frame(out, panel, &title, subtitle, largest, |us| format!("{us:.0}"));
-    for (row, (server, cell)) in run.servers.iter().zip(&result.cells).enumerate() {
-        let y = top + ROW * row as f64 + 3.0;
-        let Some(cpu) = cell.cpu() else {
-            not_measured(out, cell, left, y);
-            continue;
-        };
-        let (user_end, end) = (x(cpu.user_us), x(cpu.total_us()));
-        let _ = writeln!(
-            out,
-            "<rect x=\"{left:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{h:.1}\" \
-             fill=\"{c}\" fill-opacity=\"{user}\"><title>{name}: user {} µs/request</title>\
-             </rect><rect x=\"{user_end:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{h:.1}\" \
-             fill=\"{c}\" fill-opacity=\"{system}\"><title>{name}: system {} µs/request</title>\
-             </rect><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\"{HALO}>{}</text>",
-            user_end - left,
-            microseconds(cpu.user_us),
-            end - user_end,
-            microseconds(cpu.system_us),
-            end + 3.0,
-            y + 10.0,
-            microseconds(cpu.total_us()),
-            h = ROW - 6.0,
-            c = color(server),
-            name = escape(server),
-            // Pale as a whole for the other way of running a chapter, as in the other panels.
-            user = if is_variant(server) { 0.5 } else { 1.0 },
-            system = if is_variant(server) { 0.2 } else { 0.4 },
-        );
-    }
-}
-
-/// "n/a" where a bar would be: the server was blocked, failed, or could not be read.
-fn not_measured(out: &mut String, cell: &Summary, left: f64, y: f64) {
-    let why = match cell {
-        Summary::Blocked(why) | Summary::Failed(why) => why.as_str(),
-        Summary::Measured { .. } => "not measured",
+/// A server's value in a column, from the run.
+fn value(run: &Run, measure: &Measure, server: usize) -> Value {
+    let name = &run.servers[server];
+    let cell = |id: &str| {
+        let result = run.scenarios.iter().find(|result| result.scenario.id == id)?;
+        result.cells.get(server)
     };
-    let _ = writeln!(
-        out,
-        "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"#777777\">n/a<title>{}\
-         </title></text>",
-        left + 3.0,
-        y + 10.0,
-        escape(why)
-    );
+    let missing = |cell: Option<&Summary>| match cell {
+        Some(Summary::Blocked(why)) => Value::Missing("blocked", why.clone()),
+        Some(Summary::Failed(why)) => Value::Missing("failed", why.clone()),
+        _ => Value::Missing("n/a", "not measured".into()),
+    };
+    let bar =
+        |first: f64, words: String, hover: String| Value::Bar { first, second: 0.0, words, hover };
+    match measure {
+        Measure::Rate(id) => match cell(id).and_then(Summary::measured) {
+            Some(load) => bar(
+                load.requests_per_s,
+                short_number(load.requests_per_s),
+                format!("{name}: {} requests/s", rate_text(load.requests_per_s)),
+            ),
+            None => missing(cell(id)),
+        },
+        Measure::Memory(id) => match cell(id) {
+            Some(Summary::Measured { peak_rss_kib: Some(kib), .. }) => {
+                let mib = *kib as f64 / 1024.0;
+                let words =
+                    if mib < 10.0 { format!("{mib:.1} MiB") } else { format!("{mib:.0} MiB") };
+                bar(mib, words, format!("{name}: peak {}", memory_text(*kib)))
+            }
+            other => missing(other),
+        },
+        Measure::Cpu(id) => match cell(id).and_then(Summary::cpu) {
+            Some(cpu) => Value::Bar {
+                first: cpu.user_us,
+                second: cpu.system_us,
+                words: microseconds(cpu.total_us()),
+                hover: format!(
+                    "{name}: {} µs user + {} µs system",
+                    microseconds(cpu.user_us),
+                    microseconds(cpu.system_us)
+                ),
+            },
+            None => missing(cell(id)),
+        },
+        Measure::Syscalls => match run.syscalls.iter().find(|(server, _)| server == name) {
+            Some((_, Ok(count))) => {
+                let calls = count.per_request();
+                bar(calls, format!("{calls:.2}"), format!("{name}: {calls:.2} system calls"))
+            }
+            Some((_, Err(why))) => Value::Missing("n/a", why.clone()),
+            None => Value::Missing("n/a", "not counted".into()),
+        },
+        Measure::Allocations => match run.allocations.iter().find(|(server, _)| server == name) {
+            Some((_, Ok(count))) => {
+                let blocks = count.blocks_per_request.max(0.0);
+                let words = per_request_text(count.blocks_per_request, 1);
+                bar(blocks, words, format!("{name}: {blocks:.2} allocations"))
+            }
+            Some((_, Err(why))) => Value::Missing("n/a", why.clone()),
+            None => Value::Missing("n/a", "not counted (nginx allocates from its pools)".into()),
+        },
+    }
+}
+
+/// Height of one server's row.
+const ROW: f64 = 19.0;
+/// Room at a bar's end for its value.
+const WORDS: f64 = 58.0;
+const GAP: f64 = 22.0;
+
+/// One question's panel, its top at `top`; returns its bottom, or `None` if the run
+/// measured nothing it asks about (a column with no value at all is left out).
+pub fn draw(out: &mut String, run: &Run, question: &Question, top: f64) -> Option<f64> {
+    let columns: Vec<(&Column, Vec<Value>)> = question
+        .columns
+        .iter()
+        .map(|column| {
+            let values = (0..run.servers.len()).map(|server| value(run, &column.measure, server));
+            (column, values.collect::<Vec<Value>>())
+        })
+        .filter(|(_, values)| values.iter().any(|value| matches!(value, Value::Bar { .. })))
+        .collect();
+    if columns.is_empty() {
+        return None;
+    }
+    let body = panel_title(out, top, question.title, question.note);
+    let names_right =
+        16.0 + run.servers.iter().map(|server| text_width(server, 12.0)).fold(0.0, f64::max);
+    let rows_top = body + 22.0;
+    for (row, server) in run.servers.iter().enumerate() {
+        let y = rows_top + ROW * row as f64 + 13.0;
+        text(out, (names_right, y), 12.0, INK, "text-anchor=\"end\"", server);
+    }
+    let left = names_right + 12.0;
+    let width = (WIDTH - 16.0 - left - GAP * (columns.len() - 1) as f64) / columns.len() as f64;
+    for (index, (column, values)) in columns.iter().enumerate() {
+        let x0 = left + (width + GAP) * index as f64;
+        text(out, (x0, body + 12.0), 12.0, INK, "font-weight=\"bold\"", column.head);
+        let largest = values
+            .iter()
+            .map(|value| match value {
+                Value::Bar { first, second, .. } => first + second,
+                Value::Missing(..) => 0.0,
+            })
+            .fold(0.0, f64::max);
+        let scale = (width - WORDS) / if largest > 0.0 { largest } else { 1.0 };
+        let bottom = rows_top + ROW * run.servers.len() as f64;
+        let _ = std::fmt::Write::write_fmt(
+            out,
+            format_args!(
+                "<line x1=\"{x0:.1}\" x2=\"{x0:.1}\" y1=\"{rows_top:.1}\" y2=\"{bottom:.1}\" stroke=\"#888888\"/>\n"
+            ),
+        );
+        for (row, (server, value)) in run.servers.iter().zip(values).enumerate() {
+            let y = rows_top + ROW * row as f64 + 3.0;
+            match value {
+                Value::Bar { first, second, words, hover } => {
+                    let (first_end, end) = (x0 + first * scale, x0 + (first + second) * scale);
+                    // Stacked: the second part paler (CPU: system time after user time).
+                    let pale = if is_variant(server) { 0.2 } else { 0.4 };
+                    let _ = std::fmt::Write::write_fmt(
+                        out,
+                        format_args!(
+                            "<rect x=\"{x0:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"13\" fill=\"{c}\"{}><title>{h}</title></rect>\n\
+                             <rect x=\"{first_end:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"13\" fill=\"{c}\" fill-opacity=\"{pale}\"><title>{h}</title></rect>\n",
+                            (first_end - x0).max(1.0),
+                            opacity(server),
+                            end - first_end,
+                            c = color(server),
+                            h = escape(hover),
+                        ),
+                    );
+                    text(out, (end + 4.0, y + 11.0), 12.0, INK, HALO.trim_start(), words);
+                }
+                Value::Missing(word, why) => {
+                    let _ = std::fmt::Write::write_fmt(
+                        out,
+                        format_args!(
+                            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" fill=\"{MUTED}\">{word}<title>{}</title></text>\n",
+                            x0 + 4.0,
+                            y + 11.0,
+                            escape(why)
+                        ),
+                    );
+                }
+            }
+        }
+    }
+    Some(rows_top + ROW * run.servers.len() as f64)
 }

@@ -10,13 +10,20 @@ use crate::scenarios::Scenario;
 use crate::summary::Summary;
 use crate::syscalls::SyscallCount;
 use crate::text::{
-    cpu_text, human_duration, latency_or_dash, machine, memory_text, now_utc, per_request_text,
+    human_duration, latency_or_dash, latency_text, memory_text, microseconds, per_request_text,
     rate_text, ratio_text,
 };
 
-/// Everything one run of the harness found out.
+/// Everything one run of the harness found out: what `results.rs` keeps, and what the
+/// report and the chart are drawn from.
 pub struct Run {
     pub command: String,
+    /// When the run began, `2026-11-21 16:40 UTC`.
+    pub measured_at: String,
+    /// What it ran on: `2 CPUs (AMD EPYC), Linux 6.1.0, 23.5 GiB RAM`.
+    pub machine: String,
+    /// The kernel's clock ticks a second, which the CPU times are counted in.
+    pub clock_ticks: u64,
     pub generator: String,
     /// How nginx was run, when it was.
     pub peer: Option<String>,
@@ -36,6 +43,28 @@ pub struct Run {
     pub allocations: Vec<(String, Result<AllocationCount, String>)>,
     /// Chapters that could not be measured, and why.
     pub skipped: Vec<(String, String)>,
+}
+
+/// A note under the tables: what it says, and of whom; the servers with the same note in
+/// a scenario share it.
+struct Note {
+    scenario: String,
+    servers: Vec<String>,
+    text: String,
+}
+
+/// The mark of the note `text` about `server` in `scenario` (` [2]`), added to `notes`
+/// or, if another server has the same note there, shared with it.
+fn mark(notes: &mut Vec<Note>, scenario: &str, server: &str, text: String) -> String {
+    let index = match notes.iter().position(|note| note.scenario == scenario && note.text == text) {
+        Some(index) => index,
+        None => {
+            notes.push(Note { scenario: scenario.into(), servers: Vec::new(), text });
+            notes.len() - 1
+        }
+    };
+    notes[index].servers.push(server.to_string());
+    format!(" [{}]", index + 1)
 }
 
 pub struct ScenarioResult {
@@ -63,7 +92,8 @@ pub fn markdown(run: &Run) -> String {
     if !footnotes.is_empty() {
         let _ = writeln!(out, "\n### Notes\n");
         for (index, note) in footnotes.iter().enumerate() {
-            let _ = writeln!(out, "{}. {note}", index + 1);
+            let (servers, scenario) = (note.servers.join(", "), &note.scenario);
+            let _ = writeln!(out, "{}. {servers} on `{scenario}`: {}", index + 1, note.text);
         }
     }
     for (server, why) in &run.skipped {
@@ -77,7 +107,7 @@ fn header(out: &mut String, run: &Run) {
     let _ = writeln!(
         out,
         "_Measured by the workbook's benchmark harness on {} (the run took {})._\n",
-        now_utc(),
+        run.measured_at,
         human_duration(run.runtime)
     );
     let _ = writeln!(out, "| | |\n|---|---|");
@@ -85,9 +115,7 @@ fn header(out: &mut String, run: &Run) {
     let _ = writeln!(
         out,
         "| machine | {}; load average {} when the run began, {} when it ended |",
-        machine(),
-        run.load_before,
-        run.load_after
+        run.machine, run.load_before, run.load_after
     );
     let _ = writeln!(out, "| load generator | {} |", run.generator);
     let peer = run.peer.as_deref().unwrap_or("none (nginx is not installed)");
@@ -111,57 +139,68 @@ fn header(out: &mut String, run: &Run) {
          user + system = total. Threads are counted with their process; nginx x2 is its \
          master and workers added up. The kernel counts in ticks of 1/{} s, so a figure is \
          good to one tick ({}) divided by the requests of a run. |",
-        crate::cpu::clock_ticks_per_second(),
-        crate::text::latency_text(1e6 / crate::cpu::clock_ticks_per_second() as f64),
+        run.clock_ticks,
+        latency_text(1e6 / run.clock_ticks.max(1) as f64),
     );
-    let _ = writeln!(out, "\nThe chart `bench.svg` next to this file is drawn from the same run.");
+    let _ = writeln!(
+        out,
+        "\nThe chart `bench.svg` next to this file is drawn from the same run, whose raw \
+         results are kept beside it in `{}`: `cargo run --release -p suite --bin bench -- \
+         --redraw` draws both again from them.",
+        crate::results::FILE
+    );
 }
 
-/// One row per scenario (but the idle sweep) and server.
-fn throughput(out: &mut String, run: &Run, footnotes: &mut Vec<String>) {
+/// A table per scenario (but the idle sweep), a row per server: few enough columns, with
+/// short heads, to fit the book's text column.
+fn throughput(out: &mut String, run: &Run, notes: &mut Vec<Note>) {
     let _ = writeln!(out, "\n### Throughput, latency and CPU\n");
     let _ = writeln!(
         out,
-        "| scenario | server | requests/s | vs nginx | p50 | p99 | CPU µs/request (user + sys) \
-         | errors | peak RSS |"
+        "For each server: requests answered a second; *vs nginx*, that over its nginx's; the \
+         p50 and p99 latency; *CPU µs*, the server's CPU time per request, user and system \
+         together (the chart shows them apart for `keep-alive-50`, and `{}` keeps them); its \
+         peak memory. A mark like [1] points to a note at the end.",
+        crate::results::FILE
     );
-    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|");
     for result in run.scenarios.iter().filter(|r| r.scenario.idle == 0) {
-        for (index, (server, cell)) in run.servers.iter().zip(&result.cells).enumerate() {
-            let id = result.scenario.id;
-            let scenario = if index == 0 {
-                format!("{} `{id}`", result.scenario.title)
-            } else {
-                String::new()
-            };
-            let mut note = |text: String| {
-                footnotes.push(format!("{server} on `{id}`: {text}"));
-                format!("[{}]", footnotes.len())
-            };
+        let id = result.scenario.id;
+        let _ = writeln!(out, "\n#### {} (`{id}`)\n", result.scenario.title);
+        let _ = writeln!(out, "| server | requests/s | vs nginx | p50 | p99 | CPU µs | peak RSS |");
+        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|");
+        for (server, cell) in run.servers.iter().zip(&result.cells) {
+            let mut note = |text: String| mark(notes, id, server, text);
             let row = match cell {
                 Summary::Measured { median, peak_rss_kib, cpu, vs_nginx, missed } => {
-                    let mut errors = rate_text(median.errors as f64);
-                    if !median.detail.is_empty() {
-                        errors = format!("{errors} {}", note(median.detail.clone()));
+                    let mut marks = String::new();
+                    if median.errors > 0 {
+                        marks
+                            .push_str(&note(format!("{} errors", rate_text(median.errors as f64))));
                     }
                     if let Some(missed) = missed {
-                        errors = format!("{errors} {}", note(missed.clone()));
+                        marks.push_str(&note(missed.clone()));
                     }
+                    // What the generator said beside its numbers (wrk's pipelined p99 of
+                    // 0, reconnects): on the p99, which it is most often about.
+                    let said = if median.detail.is_empty() {
+                        String::new()
+                    } else {
+                        note(median.detail.clone())
+                    };
                     format!(
-                        "{} | {} | {} | {} | {} | {} | {} |",
+                        "{}{marks} | {} | {} | {}{said} | {} | {} |",
                         rate_text(median.requests_per_s),
                         vs_nginx.map(ratio_text).unwrap_or_else(|| "–".into()),
                         latency_or_dash(median.p50_us),
                         latency_or_dash(median.p99_us),
-                        cpu_text(*cpu),
-                        errors,
+                        cpu.map(|cpu| microseconds(cpu.total_us())).unwrap_or_else(|| "–".into()),
                         peak_rss_kib.map(memory_text).unwrap_or_else(|| "–".into()),
                     )
                 }
-                Summary::Blocked(why) => format!("blocked {} | | | | | | |", note(why.clone())),
-                Summary::Failed(why) => format!("failed {} | | | | | | |", note(why.clone())),
+                Summary::Blocked(why) => format!("blocked{} | | | | | |", note(why.clone())),
+                Summary::Failed(why) => format!("failed{} | | | | | |", note(why.clone())),
             };
-            let _ = writeln!(out, "| {scenario} | {server} | {row}");
+            let _ = writeln!(out, "| {server} | {row}");
         }
     }
 }
@@ -195,17 +234,11 @@ fn idle(out: &mut String, run: &Run) {
             let _ = writeln!(out, "{row}");
         }
     };
-    let _ = writeln!(
-        out,
-        "\n### Idle connections: `/hello` latency for one client, p50 / p99 (requests/s)\n"
-    );
+    let _ = writeln!(out, "\n### Idle connections: `/hello` latency for one client, p50 / p99\n");
     table(out, &|cell| match cell.measured() {
-        Some(median) => format!(
-            "{} / {} ({}/s)",
-            latency_or_dash(median.p50_us),
-            latency_or_dash(median.p99_us),
-            rate_text(median.requests_per_s)
-        ),
+        Some(median) => {
+            format!("{} / {}", latency_or_dash(median.p50_us), latency_or_dash(median.p99_us))
+        }
         None => "–".into(),
     });
     let _ = writeln!(
@@ -215,11 +248,15 @@ fn idle(out: &mut String, run: &Run) {
     );
     let _ = writeln!(
         out,
-        "\n### Idle connections: server CPU per `/hello`, µs (user + sys = total)\n\n\
-         What each answer costs the server while the idle connections sit there: a `poll` \
-         loop pays for every one of them on every turn, an `epoll` loop for none.\n"
+        "\n### Idle connections: server CPU per `/hello`, µs\n\n\
+         What each answer costs the server while the idle connections sit there (user and \
+         system time together; the raw results keep them apart): a `poll` loop pays for \
+         every one of them on every turn, an `epoll` loop for none.\n"
     );
-    table(out, &|cell| cpu_text(cell.cpu()));
+    table(out, &|cell| match cell.cpu() {
+        Some(cpu) => microseconds(cpu.total_us()),
+        None => "–".into(),
+    });
 }
 
 fn syscalls(out: &mut String, run: &Run) {
@@ -231,12 +268,11 @@ fn syscalls(out: &mut String, run: &Run) {
          {seconds} s run of `{scenario}` and detached after it: all the server's system calls \
          in that window, divided by the requests answered in it. strace slows every call, so \
          a traced server finds more work per `poll` turn than an untraced one; read these as \
-         the shape of the work, not to the decimal.\n"
+         the shape of the work, not to the decimal. *Calls* are all of them per request, \
+         *requests* those answered while traced, and the last column the most frequent calls \
+         per request (in brackets, how many of them failed), down to 0.01.\n"
     );
-    let _ = writeln!(
-        out,
-        "| server | syscalls/request | requests traced | most frequent, per request (of which failed) |"
-    );
+    let _ = writeln!(out, "| server | calls | requests | most frequent, per request (failed) |");
     let _ = writeln!(out, "|---|---:|---:|---|");
     for (server, count) in &run.syscalls {
         let count = match count {
@@ -247,9 +283,12 @@ fn syscalls(out: &mut String, run: &Run) {
             }
         };
         let requests = count.requests.max(1) as f64;
+        // The calls that happen once in a hundred requests or more: four at most, to fit.
         let top: Vec<String> = count
             .top
             .iter()
+            .filter(|(_, calls, _)| *calls as f64 / requests >= 0.005)
+            .take(4)
             .map(|(name, calls, errors)| {
                 let mut text = format!("{name} {:.2}", *calls as f64 / requests);
                 let failed = *errors as f64 / requests;

@@ -1,5 +1,6 @@
 //! The drawing's primitives: an SVG text built element by element, the time scale, the
-//! colours, and the parts every picture has (lane names, the time axis).
+//! colours, and the parts every picture has (lane names, the time axis, the SVG document
+//! around them).
 
 use std::fmt::Write;
 
@@ -25,6 +26,8 @@ pub const NOT_ACCEPTED: &str = "#f2b8b5";
 pub const ACCEPTED: &str = "#cfe0f1";
 pub const ANSWERED: &str = "#3c9a4a";
 pub const HELD_UP: &str = "#b03a2e";
+/// The kernel walking `poll`'s list (chapter 7's picture): a pattern defined in `svg.rs`.
+pub const WALKING: &str = "url(#walk)";
 
 /// `&`, `<`, `>` and `"` as XML wants them in text and attributes.
 pub fn escape(text: &str) -> String {
@@ -37,15 +40,28 @@ pub fn text_width(text: &str, size: f64) -> f64 {
     text.chars().count() as f64 * size * 0.56
 }
 
-/// The SVG's elements, one a line, and the time scale.
+/// The SVG's elements, one a line, and the time scale: `span_ms` from `start_ms` (0 but in
+/// a zoomed view) across the plot.
 pub struct Canvas {
     pub out: String,
+    pub start_ms: f64,
     pub span_ms: f64,
 }
 
 impl Canvas {
+    /// A picture whose time axis starts when A connects.
+    pub fn new(span_ms: f64) -> Canvas {
+        Canvas { out: String::new(), start_ms: 0.0, span_ms }
+    }
+
     pub fn x(&self, ms: f64) -> f64 {
-        PLOT_LEFT + ms.clamp(0.0, self.span_ms) / self.span_ms * (PLOT_RIGHT - PLOT_LEFT)
+        let fraction = (ms - self.start_ms).clamp(0.0, self.span_ms) / self.span_ms;
+        PLOT_LEFT + fraction * (PLOT_RIGHT - PLOT_LEFT)
+    }
+
+    /// Where the axis ends.
+    pub fn end_ms(&self) -> f64 {
+        self.start_ms + self.span_ms
     }
 
     pub fn rect(&mut self, x: f64, y: f64, width: f64, height: f64, fill: &str) {
@@ -82,12 +98,35 @@ impl Canvas {
     /// for a span outside the axis (before A came).
     pub fn span(&mut self, span: &Span, y: f64, height: f64, fill: &str) -> (f64, f64) {
         let (left, right) = (self.x(span.start), self.x(span.end));
-        if span.end <= 0.0 || span.start >= self.span_ms {
+        if span.end <= self.start_ms || span.start >= self.end_ms() {
             return (left, 0.0);
         }
         let width = (right - left).max(2.0);
         self.rect(left, y, width, height, fill);
         (left, width)
+    }
+
+    /// `text` in lines no wider than `width`, broken between words; returns how far down
+    /// the last line's baseline is from the first's. (A line of prose is narrower than
+    /// [`text_width`] says, which is meant for a label that must fit: about 6 px a
+    /// character at 12 px, not 6.7.)
+    pub fn paragraph(&mut self, x: f64, y: f64, width: f64, fill: &str, text: &str) -> f64 {
+        const SIZE: f64 = 12.0;
+        let wide = |line: &str| line.chars().count() as f64 * SIZE * 0.52;
+        let mut lines: Vec<String> = Vec::new();
+        for word in text.split(' ') {
+            match lines.last_mut() {
+                Some(line) if wide(&format!("{line} {word}")) <= width => {
+                    line.push(' ');
+                    line.push_str(word);
+                }
+                _ => lines.push(word.to_string()),
+            }
+        }
+        for (index, line) in lines.iter().enumerate() {
+            self.text(x, y + 16.0 * index as f64, SIZE, fill, "", line);
+        }
+        16.0 * lines.len().saturating_sub(1) as f64
     }
 
     /// The first of `labels` that fits in the middle of a span, on a patch of `background`
@@ -114,11 +153,28 @@ pub fn lane_name(canvas: &mut Canvas, y_middle: f64, name: &str, detail: &str) {
     canvas.text(16.0, y_middle + 13.0, 12.0, MUTED, "", detail);
 }
 
-/// The time axis under the lanes, a tick every 100 ms, and the grid above it.
+/// The step between the axis's ticks: a round number of milliseconds, at most 12 ticks.
+/// 100 ms for the usual 800 ms; a fraction of a millisecond for a zoomed view.
+pub fn tick_step(span_ms: f64) -> f64 {
+    let steps = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0];
+    let fits = steps.into_iter().find(|step| span_ms / step <= 12.0);
+    fits.unwrap_or_else(|| (span_ms / 12.0 / 100.0).ceil() * 100.0)
+}
+
+/// A tick's value with as many decimals as the step needs: `100`, `150.8`, `150.85`.
+pub fn tick_text(tick: f64, step: f64) -> String {
+    let decimals = if step >= 1.0 { 0 } else { (-step.log10()).ceil() as usize };
+    format!("{tick:.decimals$}")
+}
+
+/// The time axis under the lanes, its ticks, and the grid above it.
 pub fn draw_axis(canvas: &mut Canvas, top: f64, axis: f64) {
-    let step = if canvas.span_ms > 1200.0 { 200.0 } else { 100.0 };
-    let ticks: Vec<f64> =
-        (0..).map(|n| n as f64 * step).take_while(|&tick| tick <= canvas.span_ms).collect();
+    let step = tick_step(canvas.span_ms);
+    let first = (canvas.start_ms / step).ceil() as i64;
+    let ticks: Vec<f64> = (first..)
+        .map(|n| n as f64 * step)
+        .take_while(|&tick| tick <= canvas.end_ms() + step * 1e-6)
+        .collect();
     // The grid first: everything else is drawn over it.
     let grid = std::mem::take(&mut canvas.out);
     for &tick in &ticks {
@@ -131,8 +187,33 @@ pub fn draw_axis(canvas: &mut Canvas, top: f64, axis: f64) {
     for &tick in &ticks {
         let x = canvas.x(tick);
         canvas.line((x, axis), (x, axis + 5.0), MUTED, thick);
-        canvas.text(x, axis + 19.0, 12.0, MUTED, r#"text-anchor="middle""#, &format!("{tick:.0}"));
+        let label = tick_text(tick, step);
+        canvas.text(x, axis + 19.0, 12.0, MUTED, r#"text-anchor="middle""#, &label);
     }
     let caption = r#"text-anchor="end""#;
     canvas.text(PLOT_LEFT - 14.0, axis + 19.0, 12.0, MUTED, caption, "ms after A connects");
 }
+
+/// The SVG document around the drawing `body`: its size, title, patterns and card.
+pub fn document(title: &str, height: f64, body: &str) -> String {
+    format!(
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="DejaVu Sans, Verdana, sans-serif" font-size="13">
+<title>{}</title>
+<defs>
+<pattern id="blocked" width="8" height="8" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="8" height="8" fill="{BLOCKED}"/><rect width="3" height="8" fill="#e07b6e"/></pattern>
+<pattern id="disk" width="8" height="8" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="8" height="8" fill="{JOB}"/><rect width="3" height="8" fill="#7cc8bf"/></pattern>
+<pattern id="walk" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#3d3d3d"/><rect width="2" height="6" fill="#9a9a9a"/></pattern>
+</defs>
+<!-- A light card, so the drawing reads the same in mdBook's dark themes. -->
+<rect x="0.5" y="0.5" width="{}" height="{}" rx="8" fill="#ffffff" stroke="#c8c8c8"/>
+{body}</svg>
+"##,
+        escape(title),
+        WIDTH - 1.0,
+        height - 1.0,
+    )
+}
+
+#[cfg(test)]
+#[path = "canvas_tests.rs"]
+mod tests;

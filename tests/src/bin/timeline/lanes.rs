@@ -97,6 +97,9 @@ pub struct Connection {
     /// The last write that finished a response.
     pub response_sent: Option<f64>,
     pub closed: Option<f64>,
+    /// Every line about it after the accept, and when: what its callbacks or its task did
+    /// (`read 59 bytes`, `response sent (170 bytes)`, `closed`).
+    pub steps: Vec<(f64, String)>,
 }
 
 /// Everything drawn from one trace.
@@ -204,6 +207,7 @@ fn connections(lines: &[TraceLine]) -> Vec<Connection> {
                 request_read: None,
                 response_sent: None,
                 closed: None,
+                steps: Vec::new(),
             });
             if let Some(fd) = number_after(rest, "fd ") {
                 by_fd.insert(fd, index);
@@ -244,6 +248,7 @@ fn connections(lines: &[TraceLine]) -> Vec<Connection> {
             continue;
         };
         let connection = &mut found[index];
+        connection.steps.push((at, event.to_string()));
         if event == "closed" {
             connection.closed = Some(at);
         } else if event.starts_with("response sent") || event.starts_with("write: ") {

@@ -198,6 +198,12 @@ fn connections_are_followed_from_token_to_descriptor_in_chapter_4() {
             request_read: Some(108.596),
             response_sent: Some(607.318),
             closed: Some(608.593),
+            steps: vec![
+                (108.596, "read 66 bytes".into()),
+                (607.318, "response sent (173 bytes)".into()),
+                (608.586, "read 0 bytes".into()),
+                (608.593, "closed".into()),
+            ],
         },
         // B: token 3, fd 7.
         Connection {
@@ -207,6 +213,12 @@ fn connections_are_followed_from_token_to_descriptor_in_chapter_4() {
             request_read: Some(156.813),
             response_sent: Some(158.214),
             closed: Some(158.408),
+            steps: vec![
+                (156.813, "read 59 bytes".into()),
+                (158.214, "response sent (174 bytes)".into()),
+                (158.392, "read 0 bytes".into()),
+                (158.408, "closed".into()),
+            ],
         },
         // C: token 4, and fd 7 again, free since B closed.
         Connection {
@@ -216,6 +228,12 @@ fn connections_are_followed_from_token_to_descriptor_in_chapter_4() {
             request_read: Some(206.842),
             response_sent: Some(607.246),
             closed: Some(607.580),
+            steps: vec![
+                (206.842, "read 69 bytes".into()),
+                (607.246, "response sent (178 bytes)".into()),
+                (607.572, "read 0 bytes".into()),
+                (607.580, "closed".into()),
+            ],
         },
     ];
     assert_eq!(timeline.connections, expected);

@@ -8,7 +8,12 @@
 //! Each client connects, sends its request with `Connection: close`, reads the answer and
 //! waits for the server to close. The server runs with `--trace`, on a temporary `--root`
 //! (the suite's [`Site`]), and is killed when the [`Server`] guard is dropped, on every path.
+//!
+//! A [`Setup`] can open idle connections first (chapter 7's picture: thousands of clients
+//! that never send a byte, which a `poll` loop hands the kernel on every turn) and add
+//! flags such as `--backend poll`.
 
+use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -27,6 +32,17 @@ const SETTLE: Duration = Duration::from_millis(150);
 /// The trace is read no sooner than this after A's connect: every picture's time axis
 /// shows at least this much, and what each thread was doing at its end.
 pub const LASTS_MS: u64 = 800;
+/// How long opening the idle connections, and the server accepting them all, may take.
+const IDLE_PATIENCE: Duration = Duration::from_secs(60);
+
+/// What a run sets up besides the three clients: nothing, for most chapters.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Setup {
+    /// Connections opened (and accepted) before A comes, which never send a byte.
+    pub idle: usize,
+    /// Flags for this run, beyond the scenario's: `--backend poll`.
+    pub flags: Vec<(&'static str, String)>,
+}
 
 /// One of the three clients: what it asks, when, and how long its work takes at the least.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -88,6 +104,26 @@ pub struct Run {
     /// When the trace was read, in milliseconds from A's connect: what each thread was
     /// doing after its last line lasted until here at least.
     pub read_at: f64,
+    /// How many idle connections were open.
+    pub idle: usize,
+    /// The client that put the trace on our clock, when it was not A (see [`align`]).
+    ///
+    /// [`align`]: crate::align
+    pub clock: Option<Clock>,
+    /// How long the loop's thread (the main thread) was on a CPU, from A's connect until
+    /// the trace was read, in milliseconds (`/proc/PID/task/PID/schedstat`); `None` where
+    /// the kernel does not say.
+    pub loop_cpu_ms: Option<f64>,
+}
+
+/// A connection made only to tie the server's trace to our clock: where A's own accept
+/// cannot, because the loop is slow to wake with thousands of idle connections.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Clock {
+    /// How the trace names it: `127.0.0.1:40150`.
+    pub local: String,
+    /// When it connected, in milliseconds from A's connect (before it: negative).
+    pub connected: f64,
 }
 
 impl Run {
@@ -115,10 +151,18 @@ fn fixed_flags(binary: &Path) -> Vec<(&'static str, String)> {
     flags
 }
 
-/// Runs the scenario against `binary`, chapter `chapter`'s program.
-pub fn run(chapter: &'static Chapter, binary: &Path) -> Result<Run, String> {
+/// Runs the scenario against `binary`, chapter `chapter`'s program, with what `setup`
+/// asks for first: with idle connections, a [`Clock`] connection, then the idle ones, and
+/// the loop's CPU time read around the three clients.
+pub fn run(chapter: &'static Chapter, binary: &Path, setup: &Setup) -> Result<Run, String> {
     let site = Site::create(0).map_err(|error| format!("cannot make a --root: {error}"))?;
-    let flags = fixed_flags(binary);
+    let mut flags = fixed_flags(binary);
+    if setup.idle > 0 {
+        // An idle connection is closed after `--header-timeout` (10 s): it must outlast
+        // opening the others, on a busy machine too.
+        flags.push(("--header-timeout", "120".to_string()));
+    }
+    flags.extend(setup.flags.iter().cloned());
     let extra_flags = flags.iter().map(|(flag, value)| format!("{flag} {value}")).collect();
     let options = Options {
         root: Some(site.root.clone()),
@@ -130,6 +174,20 @@ pub fn run(chapter: &'static Chapter, binary: &Path) -> Result<Run, String> {
     let server = Server::start(chapter, &Program::Binary(binary.to_path_buf()), &options)?;
     // Let it settle into its loop (chapter 9 starts threads) before A comes.
     thread::sleep(Duration::from_millis(100));
+    let (clock, _idle) = if setup.idle > 0 {
+        let clock = tie_clock(server.address)?;
+        let idle = open_idle(&server, setup.idle)?;
+        (Some(clock), idle)
+    } else {
+        (None, Vec::new())
+    };
+    let loop_cpu = || {
+        let pid = server.pid()?;
+        let threads = suite::resources::thread_cpu_times(pid)?;
+        let main = threads.into_iter().find(|thread| thread.id == pid)?;
+        Some(main.cpu.as_secs_f64() * 1000.0)
+    };
+    let cpu_before = loop_cpu();
 
     let start = Instant::now();
     let clients: Vec<_> = requests()
@@ -148,9 +206,66 @@ pub fn run(chapter: &'static Chapter, binary: &Path) -> Result<Run, String> {
     let lasts = start + Duration::from_millis(LASTS_MS);
     thread::sleep(lasts.saturating_duration_since(Instant::now()));
     let read_at = start.elapsed().as_secs_f64() * 1000.0;
+    let loop_cpu_ms = cpu_before.zip(loop_cpu()).map(|(before, after)| after - before);
     let trace = server.stderr_text();
     drop(server); // killed and reaped here (and on every early return above)
-    Ok(Run { trace, clients: seen, extra_flags, read_at })
+                  // The clock's client connected before A: a negative time on A's clock.
+    let clock = clock.map(|(local, connected): (String, Instant)| Clock {
+        local,
+        connected: -start.saturating_duration_since(connected).as_secs_f64() * 1000.0,
+    });
+    Ok(Run { trace, clients: seen, extra_flags, read_at, idle: setup.idle, clock, loop_cpu_ms })
+}
+
+/// Connects once and closes, while the server has nothing else to do, so that it accepts
+/// at once: its `accept` line in the trace is the moment we connected. Returns how the
+/// trace names the connection, and when it was made.
+fn tie_clock(address: SocketAddr) -> Result<(String, Instant), String> {
+    let stream = TcpStream::connect_timeout(&address, Duration::from_secs(2))
+        .map_err(|error| format!("cannot connect: {error}"))?;
+    let connected = Instant::now();
+    let local = stream.local_addr().map_err(|error| error.to_string())?.to_string();
+    // Closed at once: the server reads its end and closes too, and the loop is idle
+    // again well before the idle connections come.
+    drop(stream);
+    thread::sleep(Duration::from_millis(50));
+    Ok((local, connected))
+}
+
+/// Opens `count` connections that never send a byte, and waits until the server has
+/// accepted them all (its trace says so), so that they are in its list of sockets and
+/// not only in the kernel's backlog. They stay open until the returned streams drop.
+fn open_idle(server: &Server, count: usize) -> Result<Vec<TcpStream>, String> {
+    let deadline = Instant::now() + IDLE_PATIENCE;
+    let mut idle = Vec::with_capacity(count);
+    while idle.len() < count {
+        match TcpStream::connect_timeout(&server.address, Duration::from_secs(2)) {
+            Ok(stream) => idle.push(stream),
+            // EMFILE, ENFILE: we are out of descriptors; waiting would not help.
+            Err(error) if matches!(error.raw_os_error(), Some(23 | 24)) => {
+                return Err(format!(
+                    "out of file descriptors after {} idle connections ({error}): raise the \
+                     limit first, e.g. `ulimit -n 20000`",
+                    idle.len()
+                ))
+            }
+            // The backlog is full and the server slow to accept: try again, for a while.
+            Err(error) if Instant::now() >= deadline => {
+                return Err(format!("opened only {} idle connections: {error}", idle.len()))
+            }
+            Err(_) => {}
+        }
+    }
+    // Every connection so far, the clock's included, is accepted once.
+    while server.stderr_text().matches("accept: client ").count() <= count {
+        if Instant::now() >= deadline {
+            return Err(format!("the server did not accept {count} idle connections in time"));
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+    // Let the loop finish the turn it is in, and go back to waiting.
+    thread::sleep(Duration::from_millis(200));
+    Ok(idle)
 }
 
 /// One client's part: connect at its time, ask, read the answer, wait for the close.

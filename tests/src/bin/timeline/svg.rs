@@ -4,12 +4,15 @@
 //! Top to bottom: the loop's thread (or chapter 9's loops), one lane per client, the pool's
 //! workers; then the time axis, a legend of what is in the picture, and how to redraw it.
 //! The lanes and labels depend only on the chapter; only the times vary from run to run.
+//! Its pieces (heading, lanes, legend, ending) also draw chapter 7's two panels
+//! (`compare.rs`) and chapter 8's tasks (`tasks.rs`).
 
 use std::fmt::Write;
 
 use crate::canvas::*;
-use crate::lanes::{Activity, Connection, Lane, Timeline};
+use crate::lanes::{Activity, Connection, Lane, Span, Timeline};
 use crate::scenario::{Seen, FS_DELAY_MS};
+use crate::tasks;
 
 /// What to draw: the chapter, what its trace says, and what its clients saw.
 pub struct Picture<'a> {
@@ -21,6 +24,8 @@ pub struct Picture<'a> {
     pub clients: &'a [Seen],
     /// Flags beyond the scenario's (`--workers 1`), said in the footnote.
     pub flags: &'a [String],
+    /// Mark on each client's lane when its task ran (chapter 8, see `tasks.rs`).
+    pub tasks: bool,
 }
 
 /// The words for a loop's work in this chapter.
@@ -103,9 +108,11 @@ fn answer_words(seen: &Seen) -> (String, Option<f64>) {
 }
 
 /// One client's lane: connected but not yet accepted, accepted and waiting for its answer,
-/// answered; a dashed line where its own work was done, and under the bar in red, how
-/// long after that it still waited.
-fn draw_client(canvas: &mut Canvas, seen: &Seen, connection: Option<&Connection>, y: f64) {
+/// answered; where its task ran (`runs`, in chapter 8); a dashed line where its own work
+/// was done, and under the bar in red, how long after that it still waited.
+fn draw_client(
+    canvas: &mut Canvas, seen: &Seen, connection: Option<&Connection>, runs: &[&Span], y: f64,
+) {
     const HEIGHT: f64 = 22.0;
     let start = seen.connected;
     let end = seen.answered.map_or(canvas.span_ms, |(at, _)| at);
@@ -116,6 +123,7 @@ fn draw_client(canvas: &mut Canvas, seen: &Seen, connection: Option<&Connection>
     }
     let (left, right) = (canvas.x(accepted), canvas.x(end));
     canvas.rect(left, y, (right - left).max(2.0), HEIGHT, ACCEPTED);
+    tasks::draw_task_runs(canvas, runs, y, HEIGHT);
     let due = canvas.x(start + seen.request.own_ms as f64);
     let (words, held_up) = answer_words(seen);
     if held_up.is_some() {
@@ -147,7 +155,7 @@ fn draw_client(canvas: &mut Canvas, seen: &Seen, connection: Option<&Connection>
 }
 
 /// One entry of the legend: a swatch (a fill, a line, a dot) and its words.
-enum Swatch {
+pub enum Swatch {
     Fill(&'static str),
     /// The dashed line where a client's own work is done.
     Due,
@@ -181,10 +189,13 @@ fn draw_legend(canvas: &mut Canvas, items: &[(Swatch, String)], top: f64) -> f64
     y + 14.0 - top
 }
 
-/// What the legend lists: what this picture shows, and nothing else.
-fn legend_items(picture: &Picture) -> Vec<(Swatch, String)> {
-    let timeline = picture.timeline;
-    let lanes = timeline.loops.iter().chain(&timeline.workers);
+/// What the legend lists: what these pictures show (one, or chapter 7's two panels),
+/// and nothing else.
+pub fn legend_items(pictures: &[&Picture]) -> Vec<(Swatch, String)> {
+    let lanes = pictures.iter().flat_map(|picture| {
+        let timeline = picture.timeline;
+        timeline.loops.iter().chain(&timeline.workers)
+    });
     let activities: Vec<&Activity> =
         lanes.flat_map(|lane| lane.spans.iter().map(|span| &span.activity)).collect();
     let mut calls: Vec<&str> = Vec::new();
@@ -196,9 +207,10 @@ fn legend_items(picture: &Picture) -> Vec<(Swatch, String)> {
         }
     }
     let has = |wanted: fn(&Activity) -> bool| activities.iter().any(|activity| wanted(activity));
+    let number = pictures.first().map_or(0, |picture| picture.number);
     let mut items = vec![
         (Swatch::Fill(WAITING), format!("idle: waiting in {}", calls.join(" or "))),
-        (Swatch::Fill(RUNNING), running_words(picture.number).to_string()),
+        (Swatch::Fill(RUNNING), running_words(number).to_string()),
     ];
     if has(|activity| matches!(activity, Activity::Timer)) {
         items.push((Swatch::Fill(TIMER), "running a timer".into()));
@@ -206,12 +218,15 @@ fn legend_items(picture: &Picture) -> Vec<(Swatch, String)> {
     if has(|activity| matches!(activity, Activity::Blocked(_))) {
         items.push((Swatch::Fill("url(#blocked)"), "blocked: every client waits".into()));
     }
-    if !timeline.workers.is_empty() {
+    if pictures.iter().any(|picture| !picture.timeline.workers.is_empty()) {
         items.push((Swatch::Fill(JOB), "a worker runs a job".into()));
         items.push((Swatch::Fill("url(#disk)"), "the worker waits on the disk".into()));
     }
-    let not_accepted = picture.clients.iter().any(|seen| {
-        let connection = connection_of(timeline, seen);
+    let clients = || {
+        pictures.iter().flat_map(|picture| picture.clients.iter().map(move |seen| (picture, seen)))
+    };
+    let not_accepted = clients().any(|(picture, seen)| {
+        let connection = connection_of(picture.timeline, seen);
         connection.is_some_and(|connection| connection.accepted - seen.connected >= 1.0)
     });
     if not_accepted {
@@ -220,14 +235,14 @@ fn legend_items(picture: &Picture) -> Vec<(Swatch, String)> {
     items.push((Swatch::Fill(ACCEPTED), "accepted, waiting for its answer".into()));
     items.push((Swatch::Answer, "answer received".into()));
     items.push((Swatch::Due, "its own work done (sleep, disk)".into()));
-    if picture.clients.iter().any(|seen| answer_words(seen).1.is_some()) {
+    if clients().any(|(_, seen)| answer_words(seen).1.is_some()) {
         items.push((Swatch::HeldUp, "held up: waiting for the server after that".into()));
     }
     items
 }
 
 /// The connection the trace followed for this client.
-fn connection_of<'a>(timeline: &'a Timeline, seen: &Seen) -> Option<&'a Connection> {
+pub fn connection_of<'a>(timeline: &'a Timeline, seen: &Seen) -> Option<&'a Connection> {
     timeline.connections.iter().find(|connection| connection.peer == seen.local)
 }
 
@@ -258,37 +273,46 @@ fn loop_name(number: u8, lane: &Lane, several: bool) -> (String, String) {
     }
 }
 
-/// The whole picture.
-pub fn draw(picture: &Picture) -> String {
-    let answers = picture.clients.iter().filter_map(|seen| seen.answered.map(|(at, _)| at));
+/// How long the time axis runs: the scenario's 800 ms at least, and past the last answer.
+pub fn span_ms(clients: &[Seen]) -> f64 {
+    let answers = clients.iter().filter_map(|seen| seen.answered.map(|(at, _)| at));
     let last = answers.fold(0.0, f64::max);
-    let span_ms = MIN_SPAN_MS.max(((last + 60.0) / 100.0).ceil() * 100.0);
-    let mut canvas = Canvas { out: String::new(), span_ms };
-    let timeline = picture.timeline;
-    let several_loops = timeline.loops.len() > 1;
+    MIN_SPAN_MS.max(((last + 60.0) / 100.0).ceil() * 100.0)
+}
 
-    let title = format!(
-        "Chapter {}, {}: three clients, drawn from its --trace",
-        picture.number, picture.name
-    );
-    canvas.text(16.0, 28.0, 16.0, INK, r#"font-weight="bold""#, &title);
-    let asks: Vec<String> = picture
-        .clients
+/// The picture's title, and under it the scenario (and `more` after it); returns where the
+/// lanes can start.
+pub fn heading(canvas: &mut Canvas, title: &str, clients: &[Seen], more: &str) -> f64 {
+    canvas.text(16.0, 28.0, 16.0, INK, r#"font-weight="bold""#, title);
+    let asks: Vec<String> = clients
         .iter()
         .map(|seen| {
             format!("{}: {} at {} ms", seen.request.letter, seen.request.line, seen.request.at_ms)
         })
         .collect();
-    let scenario = format!("{} · every disk access {FS_DELAY_MS} ms", asks.join(" · "));
+    let scenario = format!("{} · every disk access {FS_DELAY_MS} ms{more}", asks.join(" · "));
     canvas.text(16.0, 48.0, 12.0, MUTED, "", &scenario);
+    66.0
+}
 
-    // The lanes, top to bottom: loops, clients, workers.
-    let top = 66.0;
+/// Where [`lanes`] drew each lane (its top edge), and where the axis is.
+pub struct Layout {
+    pub loops: Vec<f64>,
+    pub clients: Vec<f64>,
+    pub axis: f64,
+}
+
+/// The lanes, top to bottom (loops, clients, workers), and the time axis under them.
+pub fn lanes(canvas: &mut Canvas, picture: &Picture, top: f64) -> Layout {
+    let timeline = picture.timeline;
+    let several_loops = timeline.loops.len() > 1;
+    let mut layout = Layout { loops: Vec::new(), clients: Vec::new(), axis: 0.0 };
     let mut y = top + 8.0;
     for lane in &timeline.loops {
         let (name, detail) = loop_name(picture.number, lane, several_loops);
-        lane_name(&mut canvas, y + 15.0, &name, &detail);
-        draw_loop(&mut canvas, lane, y);
+        lane_name(canvas, y + 15.0, &name, &detail);
+        draw_loop(canvas, lane, y);
+        layout.loops.push(y);
         y += 44.0;
     }
     for seen in picture.clients {
@@ -299,8 +323,13 @@ pub fn draw(picture: &Picture) -> String {
             }
             _ => seen.request.letter.to_string(),
         };
-        lane_name(&mut canvas, y + 9.0, &name, seen.request.line);
-        draw_client(&mut canvas, seen, connection, y);
+        lane_name(canvas, y + 9.0, &name, seen.request.line);
+        let runs = match connection {
+            Some(connection) if picture.tasks => tasks::task_runs(timeline, connection),
+            _ => Vec::new(),
+        };
+        draw_client(canvas, seen, connection, &runs, y);
+        layout.clients.push(y);
         y += 38.0;
     }
     for lane in &timeline.workers {
@@ -310,47 +339,53 @@ pub fn draw(picture: &Picture) -> String {
             Some(owner) if several_loops => format!("loop {}'s pool", loop_number(owner)),
             _ => format!("thread {}", lane.thread),
         };
-        lane_name(&mut canvas, y + 9.0, &format!("pool worker {number}"), &detail);
-        draw_worker(&mut canvas, lane, y);
+        lane_name(canvas, y + 9.0, &format!("pool worker {number}"), &detail);
+        draw_worker(canvas, lane, y);
         y += 38.0;
     }
-    let axis = y;
-    draw_axis(&mut canvas, top, axis);
+    draw_axis(canvas, top, y);
+    layout.axis = y;
+    layout
+}
 
-    let legend_top = axis + 36.0;
-    let legend_height = draw_legend(&mut canvas, &legend_items(picture), legend_top);
-    let flags = match picture.flags {
+/// The legend, then how to redraw the picture (`redraw`, from [`redraw_words`]); returns
+/// the picture's height.
+pub fn ending(canvas: &mut Canvas, items: &[(Swatch, String)], top: f64, redraw: &str) -> f64 {
+    let legend_height = draw_legend(canvas, items, top);
+    let footnote = format!("{redraw} Times vary a little from run to run.");
+    let footnote_y = top + legend_height + 22.0;
+    let more = canvas.paragraph(16.0, footnote_y, WIDTH - 32.0, MUTED, &footnote);
+    (footnote_y + more + 14.0).ceil()
+}
+
+/// "Redraw it: cargo run ... --chapter 4 (it adds --workers 1)."
+pub fn redraw_words(number: u8, flags: &[String]) -> String {
+    let flags = match flags {
         [] => String::new(),
         flags => format!(" (it adds {})", flags.join(" ")),
     };
-    let footnote = format!(
-        "Redraw it: cargo run -p suite --bin timeline -- --chapter {}{flags}. Times vary a little from run to run.",
-        picture.number
-    );
-    let footnote_y = legend_top + legend_height + 22.0;
-    canvas.text(16.0, footnote_y, 12.0, MUTED, "", &footnote);
-    let height = (footnote_y + 14.0).ceil();
+    format!("Redraw it: cargo run -p suite --bin timeline -- --chapter {number}{flags}.")
+}
 
+/// The whole picture.
+pub fn draw(picture: &Picture) -> String {
+    let mut canvas = Canvas::new(span_ms(picture.clients));
     let title = format!(
-        "Timeline of {}: A asks for /sleep?ms=300, B for /hello 50 ms later, C for a file on a \
-         slow disk at 100 ms",
-        picture.name
+        "Chapter {}, {}: three clients, drawn from its --trace",
+        picture.number, picture.name
     );
+    let top = heading(&mut canvas, &title, picture.clients, "");
+    let layout = lanes(&mut canvas, picture, top);
+    let redraw = redraw_words(picture.number, picture.flags);
+    let height = ending(&mut canvas, &legend_items(&[picture]), layout.axis + 36.0, &redraw);
+    document(&description(picture.name), height, &canvas.out)
+}
+
+/// What the picture is of, for its `<title>`: what a screen reader says.
+pub fn description(name: &str) -> String {
     format!(
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="DejaVu Sans, Verdana, sans-serif" font-size="13">
-<title>{}</title>
-<defs>
-<pattern id="blocked" width="8" height="8" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="8" height="8" fill="{BLOCKED}"/><rect width="3" height="8" fill="#e07b6e"/></pattern>
-<pattern id="disk" width="8" height="8" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="8" height="8" fill="{JOB}"/><rect width="3" height="8" fill="#7cc8bf"/></pattern>
-</defs>
-<!-- A light card, so the drawing reads the same in mdBook's dark themes. -->
-<rect x="0.5" y="0.5" width="{}" height="{}" rx="8" fill="#ffffff" stroke="#c8c8c8"/>
-{}</svg>
-"##,
-        escape(&title),
-        WIDTH - 1.0,
-        height - 1.0,
-        canvas.out
+        "Timeline of {name}: A asks for /sleep?ms=300, B for /hello 50 ms later, C for a file \
+         on a slow disk at 100 ms"
     )
 }
 

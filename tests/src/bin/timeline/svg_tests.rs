@@ -19,6 +19,7 @@ fn chapter_4() -> (Timeline, Vec<Seen>) {
         request_read: Some(accepted),
         response_sent: Some(sent),
         closed: None,
+        steps: vec![(sent, "response sent (170 bytes)".into())],
     };
     let timeline = Timeline {
         loops: vec![Lane { thread: "main".into(), spans }],
@@ -44,6 +45,7 @@ fn draw_chapter_4() -> String {
         timeline: &timeline,
         clients: &clients,
         flags: &[],
+        tasks: false,
     };
     draw(&picture)
 }
