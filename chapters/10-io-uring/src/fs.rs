@@ -1,14 +1,14 @@
 //! Files through the ring: opening, reading and closing are operations, and the kernel
 //! does the blocking part (a slow disk) on workers of its own. Chapters 6 to 9 needed a
-//! thread pool of ours for it; here it is gone, and `--fs-delay-ms` is a timer linked
-//! before each open and each read, in the ring too.
+//! thread pool of ours for it; here it is gone. `--fs-delay-ms` is a sleep in the ring
+//! before each open and each read: the slow disk, still simulated with no thread of ours.
 //!
 //! As in chapter 6, a file is read a chunk (256 KiB) at a time, and travels with each one.
 
 use std::ffi::CString;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -22,6 +22,7 @@ use shared::http::Response;
 
 use crate::proactor::{self, submit};
 use crate::ring::{io_uring_sqe, IORING_OP_OPENAT2, IORING_OP_READ};
+use crate::time::sleep;
 
 /// A piece of a file, read through the ring: its bytes, and the file, to read the next
 /// piece from.
@@ -30,13 +31,13 @@ pub struct Chunk {
     pub file: Rc<RingFile>,
 }
 
-/// An open file, shared by the reads in flight: its last owner closes it through the ring.
+/// An open file, shared by the reads in the ring: its last owner closes it through the ring.
 pub struct RingFile(Option<OwnedFd>);
 
 impl Drop for RingFile {
     fn drop(&mut self) {
         if let Some(fd) = self.0.take() {
-            proactor::close_later(fd);
+            proactor::close(fd);
         }
     }
 }
@@ -49,7 +50,6 @@ struct open_how {
     mode: u64,
     resolve: u64,
 }
-const RESOLVE_BENEATH: u64 = 0x08;
 
 // ANCHOR: files
 pub struct Files {
@@ -67,50 +67,42 @@ impl Files {
     /// Opens `relative` under the root and reads its first chunk; the file's length comes
     /// with it. `O_NONBLOCK`: were it a FIFO, opening it must not wait for a writer.
     pub async fn open(&self, relative: PathBuf) -> Result<(Chunk, u64), Response> {
-        let opened = self.open_beneath(&relative).await;
-        let file = RingFile(Some(opened.map_err(|error| files::error_response(&error))?));
-        // A look at what was opened, not a wait for the disk: the open brought it in.
-        let status = file.0.as_ref().map(fstat);
-        let Some(Ok(status)) = status.filter(|status| {
-            status.is_ok_and(|s| {
-                SFlag::from_bits_truncate(s.st_mode) & SFlag::S_IFMT == SFlag::S_IFREG
-            })
-        }) else {
-            return Err(Response::error(404, "no such file")); // a folder, a FIFO, a device
-        };
-        Ok((self.read(Rc::new(file)).await?, status.st_size as u64))
-    }
-
-    async fn open_beneath(&self, relative: &Path) -> io::Result<OwnedFd> {
         let flags = (libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC) as u64;
-        let how = open_how { flags, mode: 0, resolve: RESOLVE_BENEATH };
-        let path = CString::new(relative.as_os_str().as_bytes())?;
+        let how = open_how { flags, mode: 0, resolve: 0x08 }; // RESOLVE_BENEATH
+        let path = CString::new(relative.as_os_str().as_bytes()).map_err(|_| not_a_file())?;
         let root = self.root.as_raw_fd(); // lives as long as `self`, and so as the operation
-                                          // SAFETY: the entry points into the path and the `open_how` the operation owns.
+        sleep(self.delay).await;
+        // SAFETY: the entry points into the path and the `open_how` that the operation owns.
         let open = unsafe {
-            submit((path, how), self.delay, |(path, how)| {
-                let size = size_of::<open_how>() as u32;
-                let entry = io_uring_sqe::new(IORING_OP_OPENAT2, root, path.as_ptr().cast(), size);
+            submit((path, how), |(path, how)| {
+                let entry = io_uring_sqe::new(IORING_OP_OPENAT2, root, path.as_ptr().cast(), 24);
                 entry.with(0, &raw const *how as u64)
             })
         };
-        match open.await.0 {
-            // EXDEV: the path leads out of the root; ELOOP: through a loop of links.
-            Err(error) if matches!(error.raw_os_error(), Some(libc::EXDEV | libc::ELOOP)) => {
-                Err(io::ErrorKind::NotFound.into())
-            }
+        // EXDEV: the path leads out of the root; ELOOP: through a loop of links.
+        let file = match open.await.0 {
             // SAFETY: a descriptor the kernel has just made, for us alone.
-            opened => Ok(unsafe { OwnedFd::from_raw_fd(opened? as RawFd) }),
+            Ok(fd) => RingFile(Some(unsafe { OwnedFd::from_raw_fd(fd as i32) })),
+            Err(error) if matches!(error.raw_os_error(), Some(libc::EXDEV | libc::ELOOP)) => {
+                return Err(not_a_file());
+            }
+            Err(error) => return Err(files::error_response(&error)),
+        };
+        // A look at what was opened (the open brought it in): a folder, a FIFO, a device?
+        let status = file.0.as_ref().map(fstat).and_then(Result::ok).ok_or_else(not_a_file)?;
+        if SFlag::from_bits_truncate(status.st_mode) & SFlag::S_IFMT != SFlag::S_IFREG {
+            return Err(not_a_file());
         }
+        Ok((self.read(Rc::new(file)).await?, status.st_size as u64))
     }
 
     /// Reads the next chunk of a file that `open` opened, from where the last read ended
     /// (offset -1: the file's own position).
     pub async fn read(&self, file: Rc<RingFile>) -> Result<Chunk, Response> {
-        let bytes = Vec::with_capacity(files::CHUNK);
+        sleep(self.delay).await;
         // SAFETY: the entry points into the chunk's heap block, which the operation owns.
         let read = unsafe {
-            submit((file, bytes), self.delay, |(file, bytes)| {
+            submit((file, Vec::with_capacity(files::CHUNK)), |(file, bytes)| {
                 let fd = file.0.as_ref().map_or(-1, |fd| fd.as_raw_fd());
                 let room = bytes.spare_capacity_mut();
                 let entry = io_uring_sqe::new(
@@ -122,11 +114,15 @@ impl Files {
                 entry.with(0, u64::MAX)
             })
         };
-        let (result, (file, mut bytes)) = read.await;
-        let count = result.map_err(|error| files::error_response(&error))?;
+        let (count, (file, mut bytes)) = read.await;
+        let count = count.map_err(|error| files::error_response(&error))?;
         // SAFETY: the kernel wrote `count` bytes at the start of the chunk's room.
         unsafe { bytes.set_len(count as usize) };
         Ok(Chunk { bytes, file })
     }
 }
 // ANCHOR_END: files
+
+fn not_a_file() -> Response {
+    Response::error(404, "no such file")
+}

@@ -2,27 +2,23 @@
 //!
 //! Chapter 9 tried each call and, at `EAGAIN`, waited for readiness. Here a receive, a
 //! send, an accept is an operation the kernel carries out, and the task waits for its
-//! completion (`proactor.rs`). Two things are new. The socket is shared (`Rc`) between
-//! its owner and every operation using it: a socket closed while an entry naming it waits
-//! in the ring would have its number reused by the next `accept`, and the entry would act
-//! on someone else's socket. And memory goes to the kernel by value: a send takes the
-//! buffer it sends, and gives it back.
+//! completion (`proactor.rs`). The socket is shared (`Rc`) by its owner and every
+//! operation using it: closed while an entry naming it waits in the ring, its number would
+//! be reused by the next `accept`, and the entry would act on someone else's socket.
 //!
 //! An idle client must cost little. A receive waiting in the ring holds its buffer while
 //! the client thinks: 16 KiB each, 160 MiB for 10,000 idle clients. So a connection first
-//! waits for readiness (`POLL_ADD`, which holds nothing) and receives only once bytes are
-//! there: one more entry and completion per request, but no more system calls, since
-//! both ride in the same `io_uring_enter`. (The kernel can also pick a buffer only when
-//! bytes arrive, from a ring of buffers we lend it: fewer entries, a second ring to keep.)
+//! waits for readiness (a poll, which holds nothing) and receives only once bytes are
+//! there: one more entry and completion per request, but no more system calls: both ride
+//! in the same `io_uring_enter`.
 
 use std::cell::Cell;
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd};
 use std::rc::Rc;
-use std::time::Duration;
 
-use nix::libc;
+use nix::libc::{self, POLLIN, POLLOUT};
 
 use shared::upstream;
 
@@ -46,12 +42,11 @@ impl<T: AsFd + 'static> Async<T> {
         &self.inner
     }
 
-    /// Waits until the descriptor is ready for `events` (`POLLIN`, `POLLOUT`): readiness,
-    /// asked of the ring as one more operation.
+    /// Waits until the descriptor is ready for `events`: readiness, as an operation.
     async fn ready(&self, events: i16) -> io::Result<()> {
         // SAFETY: a poll points at no memory; the operation keeps the descriptor open.
         let poll = unsafe {
-            submit(self.inner.clone(), Duration::ZERO, |inner| {
+            submit(self.inner.clone(), |inner| {
                 let fd = inner.as_fd().as_raw_fd();
                 io_uring_sqe::new(IORING_OP_POLL_ADD, fd, std::ptr::null(), 0)
                     .with(events as u32, 0)
@@ -66,7 +61,7 @@ impl<T: AsFd + 'static> Async<T> {
         loop {
             match call(&self.inner) {
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                    self.ready(libc::POLLIN).await?
+                    self.ready(POLLIN).await?
                 }
                 result => return result,
             }
@@ -77,27 +72,25 @@ impl<T: AsFd + 'static> Async<T> {
 
 // ANCHOR: stream
 impl Async<TcpListener> {
-    /// Accepts a client: the kernel makes its socket (close-on-exec, as std's are).
+    /// Accepts a client: the kernel makes its socket.
     pub async fn accept(&self) -> io::Result<TcpStream> {
-        // SAFETY: no address is asked for (both pointers null); the operation keeps the
+        // SAFETY: no address is asked for (the pointers are null); the operation keeps the
         // listener open.
         let accept = unsafe {
-            submit(self.inner.clone(), Duration::ZERO, |listener| {
-                let fd = listener.as_raw_fd();
-                let entry = io_uring_sqe::new(IORING_OP_ACCEPT, fd, std::ptr::null(), 0);
+            submit(self.inner.clone(), |listener| {
+                let entry =
+                    io_uring_sqe::new(IORING_OP_ACCEPT, listener.as_raw_fd(), std::ptr::null(), 0);
                 entry.with(libc::SOCK_CLOEXEC as u32, 0)
             })
         };
-        let descriptor = accept.await.0? as i32;
+        let socket = accept.await.0? as i32;
         // SAFETY: a descriptor the kernel has just made, for us alone.
-        Ok(unsafe { TcpStream::from_raw_fd(descriptor) })
+        Ok(unsafe { TcpStream::from_raw_fd(socket) })
     }
 }
 
-/// The chunk a receive lends the kernel, kept for the next one: no allocation per request.
-const CHUNK: usize = 16 * 1024;
-
 thread_local! {
+    /// The chunk a receive lends the kernel, kept for the next: no allocation per request.
     static SPARE: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
 }
 
@@ -106,7 +99,7 @@ impl Async<TcpStream> {
     /// and `SO_ERROR` says how it went.
     pub async fn connect(address: SocketAddr) -> io::Result<Async<TcpStream>> {
         let stream = Async::new(upstream::start_connecting(address)?);
-        stream.ready(libc::POLLOUT).await?;
+        stream.ready(POLLOUT).await?;
         match stream.get_ref().take_error()? {
             None => Ok(stream),
             Some(error) => Err(error),
@@ -115,38 +108,42 @@ impl Async<TcpStream> {
 
     /// Waits for bytes, then receives what has arrived (up to 16 KiB) onto the end of
     /// `buffer`; 0 means the peer has closed. The kernel writes into a chunk the receive
-    /// owns, never into `buffer`: a receive dropped halfway (a race lost) loses no byte
-    /// already there.
+    /// owns, not into `buffer`: a receive dropped halfway loses no byte already there.
     pub async fn read_to(&self, buffer: &mut Vec<u8>) -> io::Result<usize> {
-        self.ready(libc::POLLIN).await?;
+        self.ready(POLLIN).await?;
         let mut chunk = SPARE.take();
-        chunk.reserve(CHUNK);
+        chunk.reserve(16 * 1024);
         // SAFETY: the entry points into the chunk's heap block, which the operation owns
         // (it stays put however the vector moves) and which the kernel only writes into.
         let receive = unsafe {
-            submit((self.inner.clone(), chunk), Duration::ZERO, |(stream, chunk)| {
-                let (fd, room) = (stream.as_raw_fd(), chunk.spare_capacity_mut());
-                io_uring_sqe::new(IORING_OP_RECV, fd, room.as_mut_ptr().cast(), room.len() as u32)
+            submit((self.inner.clone(), chunk), |(stream, chunk)| {
+                let room = chunk.spare_capacity_mut();
+                let start = room.as_mut_ptr().cast();
+                io_uring_sqe::new(IORING_OP_RECV, stream.as_raw_fd(), start, room.len() as u32)
             })
         };
         let (received, (_, mut chunk)) = receive.await;
-        let count = received? as usize;
-        // SAFETY: the kernel wrote `count` bytes at the start of the chunk's room.
-        unsafe { chunk.set_len(count) };
+        // SAFETY: the kernel wrote this many bytes at the start of the chunk's room.
+        unsafe { chunk.set_len(*received.as_ref().unwrap_or(&0) as usize) };
         buffer.extend_from_slice(&chunk);
         chunk.clear();
         SPARE.set(chunk);
-        Ok(count)
+        received.map(|count| count as usize)
     }
 
     /// Sends `buffer[from..]`, or the first part of it: how much, and the buffer back.
+    /// `MSG_NOSIGNAL`: a peer that left gives `EPIPE`, not a `SIGPIPE` that kills us.
     pub async fn send(&self, buffer: Vec<u8>, from: usize) -> (io::Result<usize>, Vec<u8>) {
         // SAFETY: the entry points into the buffer's heap block, which the operation owns.
-        // `MSG_NOSIGNAL`: a peer that left gives `EPIPE`, not a `SIGPIPE` that kills us.
         let send = unsafe {
-            submit((self.inner.clone(), buffer), Duration::ZERO, |(stream, buffer)| {
-                let (fd, rest) = (stream.as_raw_fd(), &buffer[from..]);
-                let entry = io_uring_sqe::new(IORING_OP_SEND, fd, rest.as_ptr(), rest.len() as u32);
+            submit((self.inner.clone(), buffer), |(stream, buffer)| {
+                let rest = &buffer[from..];
+                let entry = io_uring_sqe::new(
+                    IORING_OP_SEND,
+                    stream.as_raw_fd(),
+                    rest.as_ptr(),
+                    rest.len() as u32,
+                );
                 entry.with(libc::MSG_NOSIGNAL as u32, 0)
             })
         };
@@ -154,12 +151,12 @@ impl Async<TcpStream> {
         (sent.map(|count| count as usize), buffer)
     }
 
-    pub async fn write_all(&self, mut buffer: Vec<u8>) -> io::Result<()> {
+    pub async fn write_all(&self, mut bytes: Vec<u8>) -> io::Result<()> {
         let mut sent = 0;
-        while sent < buffer.len() {
-            let (result, back) = self.send(buffer, sent).await;
-            buffer = back;
-            match result? {
+        while sent < bytes.len() {
+            let count;
+            (count, bytes) = self.send(bytes, sent).await;
+            match count? {
                 0 => return Err(io::ErrorKind::WriteZero.into()),
                 count => sent += count, // a partial send is normal: go on
             }

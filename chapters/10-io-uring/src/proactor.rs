@@ -2,7 +2,7 @@
 //!
 //! A reactor says "you may read now", and the task goes and reads. A proactor is asked
 //! "read into this buffer", does it, and says "done: N bytes". Here a task submits an
-//! operation (an entry in the ring, `ring.rs`), and its completion wakes it. Between the
+//! operation (an entry in the ring, `ring.rs`), and the completion wakes it. Between the
 //! two, the kernel may write into the buffer at any moment, whatever became of the task
 //! that asked. So an operation takes the memory the kernel uses by value (a buffer, a
 //! path, the socket itself), keeps it in its slot here, and gives it back with the result,
@@ -31,9 +31,7 @@ use nix::libc;
 use shared::self_pipe::SelfPipe;
 use shared::trace;
 
-use crate::ring::IORING_OP_TIMEOUT;
-use crate::ring::{__kernel_timespec, io_uring_sqe, Ring, IORING_OP_CLOSE, IORING_OP_POLL_ADD};
-use crate::ring::{IORING_TIMEOUT_ETIME_SUCCESS, IOSQE_IO_LINK};
+use crate::ring::{io_uring_sqe, Ring, IORING_OP_CLOSE, IORING_OP_POLL_ADD};
 
 // ANCHOR: proactor
 /// Where an operation is.
@@ -46,13 +44,11 @@ enum State {
     Abandoned,
 }
 
-/// An operation in flight: where it is, the memory the kernel may use until its
-/// completion (boxed: it stays put however the map changes), and the first entry of its
-/// chain (itself, unless it waits behind a timer linked before it).
+/// An operation: where it is, and the memory the kernel may use until its completion
+/// (boxed: it stays put however the map changes).
 struct Slot {
     state: State,
     owned: Box<dyn Any>,
-    chain: u64,
 }
 
 /// This thread's ring, and its operations by `user_data`: the number each entry carries
@@ -61,10 +57,8 @@ struct Proactor {
     ring: Ring,
     slots: BTreeMap<u64, Slot>,
     next: u64,
-    /// Wakes the loop from other threads: a poll of it is always in flight.
+    /// Wakes the loop from other threads: a poll of it is always in the ring.
     doorbell: Arc<SelfPipe>,
-    /// The wakers `turn` takes out, kept to be reused: no allocation, turn after turn.
-    woken: Vec<Waker>,
 }
 
 /// The doorbell's poll carries this instead of an operation's number.
@@ -72,17 +66,14 @@ const DOORBELL: u64 = u64::MAX;
 
 thread_local! {
     static PROACTOR: RefCell<Option<Proactor>> = const { RefCell::new(None) };
-    /// Descriptors to close through the ring, at the next turn (see `close_later`).
-    static CLOSING: RefCell<Vec<OwnedFd>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Makes this thread's ring, with room for `completions` at once (a few per connection
 /// the loop will hold). Its error, where there is no io_uring to be had, says why.
 pub fn start(completions: u32) -> io::Result<()> {
     let ring = Ring::new(256, completions.max(256))?; // never fewer than the entries
-    let doorbell = Arc::new(SelfPipe::new()?);
-    let slots = BTreeMap::new();
-    let mut proactor = Proactor { ring, slots, next: 0, doorbell, woken: Vec::new() };
+    let mut proactor =
+        Proactor { ring, slots: BTreeMap::new(), next: 0, doorbell: Arc::new(SelfPipe::new()?) };
     proactor.watch_doorbell()?;
     PROACTOR.with(|cell| cell.replace(Some(proactor)));
     Ok(())
@@ -90,13 +81,6 @@ pub fn start(completions: u32) -> io::Result<()> {
 
 fn with<T>(f: impl FnOnce(&mut Proactor) -> T) -> T {
     PROACTOR.with(|cell| f(cell.borrow_mut().as_mut().expect("proactor::start ran on this thread")))
-}
-
-/// Closes `fd` through the ring, at the next turn. Later, not at once: this is called from
-/// a `Drop`, which may run while the proactor is busy (borrowed), when a finished
-/// operation gives back the last owner of a file.
-pub fn close_later(fd: OwnedFd) {
-    CLOSING.with_borrow_mut(|closing| closing.push(fd));
 }
 
 /// The self-pipe that wakes this thread's loop from its wait: a task's waker rings it
@@ -108,51 +92,33 @@ pub fn doorbell() -> Arc<SelfPipe> {
 
 // ANCHOR: start
 impl Proactor {
-    /// Queues a chain of entries (most often one), each with the memory it may use and
-    /// the state its slot starts in. Returns the last one's `user_data`: the operation.
-    fn start<const N: usize>(&mut self, chain: [(io_uring_sqe, Box<dyn Any>, State); N]) -> u64 {
-        let first = self.next;
-        self.next += N as u64;
-        let entries = std::array::from_fn::<_, N, _>(|i| io_uring_sqe {
-            user_data: first + i as u64,
-            ..chain[i].0
-        });
-        // SAFETY: each entry points into its own `owned` (the promise of `submit`), which
-        // stays in its slot, at the same address, until that entry's completion.
-        let pushed = unsafe { self.ring.push(&entries) };
-        for (user_data, (_, owned, state)) in (first..).zip(chain) {
-            let state = match &pushed {
-                Ok(()) => state,
-                Err(_) if matches!(state, State::Abandoned) => continue, // never queued
-                Err(error) => State::Done(-error.raw_os_error().unwrap_or(libc::EIO)),
-            };
-            self.slots.insert(user_data, Slot { state, owned, chain: first });
-        }
-        self.next - 1
+    /// Queues `entry`, with the memory it may use, its slot starting in `state`.
+    fn start(&mut self, entry: io_uring_sqe, owned: Box<dyn Any>, state: State) -> u64 {
+        let user_data = self.next;
+        self.next += 1;
+        // SAFETY: the entry points into `owned` (the promise of `submit`), which stays in
+        // its slot, at the same address, until the entry's completion.
+        let state = match unsafe { self.ring.push(&[io_uring_sqe { user_data, ..entry }]) } {
+            Ok(()) => state,
+            Err(error) => State::Done(-error.raw_os_error().unwrap_or(libc::EIO)), // not queued
+        };
+        self.slots.insert(user_data, Slot { state, owned });
+        user_data
     }
 
-    /// Its future was dropped: free the memory now if the kernel is done with it, else
-    /// ask the kernel to cancel, and keep the memory until the completion. An entry behind
-    /// a timer cannot be found until the timer fires: the timer is cancelled too.
-    fn abandon(&mut self, user_data: u64) {
-        let Some(slot) = self.slots.get_mut(&user_data) else { return };
+    /// Its future was dropped: the kernel is done with the memory (it is handed back, to
+    /// be freed), or else asked to cancel, and the memory kept until the completion.
+    fn abandon(&mut self, user_data: u64) -> Option<Slot> {
+        let slot = self.slots.get_mut(&user_data)?;
         if let State::Done(_) = slot.state {
-            self.slots.remove(&user_data);
-            return;
+            return self.slots.remove(&user_data);
         }
         slot.state = State::Abandoned;
-        let chain = slot.chain;
-        self.cancel(user_data);
-        if chain != user_data {
-            self.cancel(chain);
-        }
+        self.start(io_uring_sqe::cancel(user_data), Box::new(()), State::Abandoned);
+        None
     }
 
-    fn cancel(&mut self, target: u64) {
-        self.start([(io_uring_sqe::cancel(target), Box::new(()), State::Abandoned)]);
-    }
-
-    /// Keeps a poll of the doorbell in flight: rung, it completes, and `turn` empties the
+    /// Keeps a poll of the doorbell in the ring: rung, it completes, and `turn` empties the
     /// pipe and calls this again.
     fn watch_doorbell(&mut self) -> io::Result<()> {
         let fd = self.doorbell.as_fd().as_raw_fd();
@@ -162,6 +128,17 @@ impl Proactor {
         unsafe { self.ring.push(&[poll]) }
     }
 }
+
+/// Closes `fd` through the ring; nobody waits for it. (At a thread's end, with the
+/// proactor gone, `fd` closes the usual way.)
+pub fn close(fd: OwnedFd) {
+    let _ = PROACTOR.try_with(|cell| {
+        if let Some(proactor) = cell.borrow_mut().as_mut() {
+            let close = io_uring_sqe::new(IORING_OP_CLOSE, fd.into_raw_fd(), std::ptr::null(), 0);
+            proactor.start(close, Box::new(()), State::Abandoned);
+        }
+    });
+}
 // ANCHOR_END: start
 
 // ANCHOR: turn
@@ -169,17 +146,11 @@ impl Proactor {
 /// operation completes or `timeout` passes (`None`: no limit), reaps every completion,
 /// and wakes the tasks they belong to. One system call, however many operations.
 pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
-    let closing = CLOSING.take();
-    let mut woken = with(|proactor| -> io::Result<Vec<Waker>> {
-        for fd in closing {
-            let close = io_uring_sqe::new(IORING_OP_CLOSE, fd.into_raw_fd(), std::ptr::null(), 0);
-            proactor.start([(close, Box::new(()), State::Abandoned)]); // nobody waits for it
-        }
+    let (mut woken, mut freed) = (Vec::new(), Vec::new());
+    with(|proactor| -> io::Result<()> {
         let submitted = proactor.ring.submit_and_wait(timeout)?;
-        let (slots, woken, mut rung, mut completed) =
-            (&mut proactor.slots, &mut proactor.woken, false, 0);
-        proactor.ring.reap(|completion| {
-            completed += 1;
+        let (slots, mut rung) = (&mut proactor.slots, false);
+        let completed = proactor.ring.reap(|completion| {
             let Some(slot) = slots.get_mut(&completion.user_data) else {
                 rung |= completion.user_data == DOORBELL;
                 return;
@@ -187,7 +158,7 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
             match std::mem::replace(&mut slot.state, State::Done(completion.res)) {
                 State::Waiting(waker) => woken.extend(waker),
                 // The kernel is done with an abandoned operation's memory at last.
-                State::Abandoned => drop(slots.remove(&completion.user_data)),
+                State::Abandoned => freed.extend(slots.remove(&completion.user_data)),
                 State::Done(_) => {} // one completion per entry: never
             }
         })?;
@@ -196,11 +167,12 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
             proactor.doorbell.drain(); // the tasks it was rung for are queued already
             proactor.watch_doorbell()?;
         }
-        Ok(std::mem::take(&mut proactor.woken))
+        Ok(())
     })?;
-    // Woken once the proactor is no longer borrowed, as in chapter 8's reactor.
-    woken.drain(..).for_each(Waker::wake);
-    with(|proactor| proactor.woken = woken); // empty, its room kept for the next turn
+    // Woken, and freed, once the proactor is no longer borrowed: a waker may be anybody's
+    // code, and freeing a file's last owner closes it, through the ring (`close`).
+    woken.into_iter().for_each(Waker::wake);
+    drop(freed);
     Ok(())
 }
 
@@ -209,14 +181,13 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
 /// freed: at the end of a thread, the lesser harm.
 impl Drop for Proactor {
     fn drop(&mut self) {
-        let slots = std::mem::take(&mut self.slots);
-        slots.into_values().for_each(|slot| std::mem::forget(slot.owned));
+        std::mem::take(&mut self.slots).into_values().for_each(|slot| std::mem::forget(slot.owned));
     }
 }
 // ANCHOR_END: turn
 
 // ANCHOR: op
-/// An operation in flight, as a future: ready with its result (`res`: a count, a
+/// An operation in the ring, as a future: ready with its result (`res`: a count, a
 /// descriptor; or the error) and the memory it owned. Dropped before then, it cancels.
 #[must_use = "an operation's result and memory come back only when it is awaited"]
 pub struct Op<T> {
@@ -226,29 +197,15 @@ pub struct Op<T> {
 }
 
 /// Starts an operation: `build` makes its entry from `owned`, already boxed where it will
-/// stay until the completion; the future gives `owned` back with the result. With a
-/// `delay`, the kernel starts it only once the delay has passed: a `TIMEOUT` is linked
-/// before it (a slow disk, simulated with no thread of ours; `ETIME_SUCCESS`, or the
-/// timer's -ETIME would break the link).
+/// stay until the completion; the future gives `owned` back with the result.
 ///
 /// # Safety
 /// The entry's pointers point into `owned` and nowhere else (or at memory that outlives
 /// every operation): nothing else is kept alive for the kernel.
-pub unsafe fn submit<T: 'static>(
-    owned: T, delay: Duration, build: impl FnOnce(&mut T) -> io_uring_sqe,
-) -> Op<T> {
+pub unsafe fn submit<T: 'static>(owned: T, build: impl FnOnce(&mut T) -> io_uring_sqe) -> Op<T> {
     let mut owned = Box::new(owned);
     let entry = build(&mut owned);
-    let user_data = with(|proactor| {
-        if delay.is_zero() {
-            return proactor.start([(entry, owned, State::Waiting(None))]);
-        }
-        let ts = Box::new(__kernel_timespec::from(delay));
-        let timer = io_uring_sqe::new(IORING_OP_TIMEOUT, -1, (&raw const *ts).cast(), 1);
-        let timer =
-            io_uring_sqe { flags: IOSQE_IO_LINK, ..timer.with(IORING_TIMEOUT_ETIME_SUCCESS, 0) };
-        proactor.start([(timer, ts, State::Abandoned), (entry, owned, State::Waiting(None))])
-    });
+    let user_data = with(|proactor| proactor.start(entry, owned, State::Waiting(None)));
     Op { user_data, finished: false, owned: PhantomData }
 }
 
@@ -270,7 +227,7 @@ impl<T: 'static> Future for Op<T> {
                 State::Abandoned => unreachable!("only a dropped op is abandoned"),
             }
         });
-        let Some(Slot { state: State::Done(res), owned, .. }) = done else { return Poll::Pending };
+        let Some(Slot { state: State::Done(res), owned }) = done else { return Poll::Pending };
         self.finished = true;
         let owned = *owned.downcast::<T>().expect("an op gets back the memory it gave");
         let result = if res < 0 { Err(io::Error::from_raw_os_error(-res)) } else { Ok(res as u32) };
@@ -281,9 +238,10 @@ impl<T: 'static> Future for Op<T> {
 impl<T> Drop for Op<T> {
     fn drop(&mut self) {
         if !self.finished {
-            // try_with: at a thread's end, the proactor may have gone first.
+            // try_with: at a thread's end, the proactor may have gone first. The slot it
+            // hands back is freed here, once the proactor is no longer borrowed.
             let _ = PROACTOR.try_with(|cell| {
-                cell.borrow_mut().as_mut().map(|proactor| proactor.abandon(self.user_data))
+                cell.borrow_mut().as_mut().and_then(|proactor| proactor.abandon(self.user_data))
             });
         }
     }

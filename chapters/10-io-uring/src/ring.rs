@@ -5,53 +5,42 @@
 //! the kernel takes them from its head. The kernel writes results (completion queue
 //! entries, CQEs) into the completion ring and moves its tail; we take them from its head.
 //! One system call, `io_uring_enter`, says "there are N new entries" and, in the same
-//! call, waits until some have completed. Each index has exactly one writer:
-//!
-//! ```text
-//!   submission ring:  we write tail (store: Release)   the kernel writes head (load: Acquire)
-//!   completion ring:  we write head (store: Release)   the kernel writes tail (load: Acquire)
-//! ```
-//!
-//! The writer fills the entries, then stores the index with `Release`; the reader loads
-//! the index with `Acquire`, then reads the entries. That pairing is the whole protocol:
-//! no lock, and a reader never sees an index before the entries it covers.
+//! call, waits until some have completed. Each index has one writer, who fills the entries
+//! and then stores the index with `Release`; the reader loads it with `Acquire`, then reads
+//! the entries. That pairing is the whole protocol: no lock, and a reader never sees an
+//! index before the entries it covers.
 //!
 //! Here `unsafe` is the lesson: memory shared with the kernel, which writes into our
 //! buffers while we run. Every block says why it is sound.
 
-#![allow(non_camel_case_types)] // the header's names, so that a reader can grep for them
+#![allow(non_camel_case_types)] // the header's names, so that a reader can find them there
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::ptr::{null_mut, NonNull};
+use std::sync::atomic::{AtomicU32, Ordering::*};
 use std::time::Duration;
 
 use nix::libc::{self, c_long};
 
 // ANCHOR: structs
-/// One request, as the header lays it out. Where the header has a union, the field keeps
-/// the name it has for the operations we use.
+/// One request. Where the header has a union, the field has the name we use it by.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
 pub struct io_uring_sqe {
-    pub opcode: u8,       // IORING_OP_*
-    pub flags: u8,        // IOSQE_*
-    pub ioprio: u16,      // unused here
-    pub fd: i32,          // the descriptor to work on
-    pub off: u64,         // a file offset; for a timeout, unused; for openat2, its open_how
-    pub addr: u64,        // a buffer, a path, a timespec, the user_data to cancel
-    pub len: u32,         // a buffer's length, or a count
-    pub op_flags: u32,    // union: msg_flags, poll32_events, timeout_flags, open_flags...
-    pub user_data: u64,   // ours: the kernel hands it back in the completion, untouched
-    pub buf_index: u16,   // unused here
-    pub personality: u16, // unused here
-    pub file_index: i32,  // unused here
-    pub addr3: u64,       // unused here
-    pub pad: u64,         // unused here
+    pub opcode: u8, // IORING_OP_*
+    pub flags: u8,  // IOSQE_*
+    pub ioprio: u16,
+    pub fd: i32,        // the descriptor to work on
+    pub off: u64,       // a file offset (or, for openat2, its `open_how`)
+    pub addr: u64,      // a buffer, a path, a timespec, or the user_data to cancel
+    pub len: u32,       // a buffer's length, or a count
+    pub op_flags: u32,  // union: msg_flags, poll32_events, timeout_flags, accept_flags...
+    pub user_data: u64, // ours: the kernel gives it back in the completion, untouched
+    pub unused: [u64; 3],
 }
 
-/// One result: the `user_data` of the request it answers, and `res`: what the system call
+/// One result: the `user_data` of the request it answers, and `res`, what the system call
 /// would have returned (a count, a descriptor), or `-errno`.
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -61,48 +50,48 @@ pub struct io_uring_cqe {
     pub flags: u32,
 }
 
-/// Where, in the shared memory, each field of a ring is (byte offsets, told by the kernel).
+/// Where, in the shared memory, each field of the rings is: byte offsets the kernel tells.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
-pub struct io_sqring_offsets {
-    pub head: u32,
-    pub tail: u32,
-    pub ring_mask: u32,
-    pub ring_entries: u32,
-    pub flags: u32,
-    pub dropped: u32,
-    pub array: u32,
-    pub resv: [u32; 3],
+struct io_sqring_offsets {
+    head: u32,
+    tail: u32,
+    ring_mask: u32,
+    ring_entries: u32,
+    flags: u32,
+    dropped: u32,
+    array: u32,
+    resv: [u32; 3],
 }
 
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
-pub struct io_cqring_offsets {
-    pub head: u32,
-    pub tail: u32,
-    pub ring_mask: u32,
-    pub ring_entries: u32,
-    pub overflow: u32,
-    pub cqes: u32,
-    pub flags: u32,
-    pub resv: [u32; 3],
+struct io_cqring_offsets {
+    head: u32,
+    tail: u32,
+    ring_mask: u32,
+    ring_entries: u32,
+    overflow: u32,
+    cqes: u32,
+    flags: u32,
+    resv: [u32; 3],
 }
 
 /// What we ask of `io_uring_setup`, filled in by the kernel with what it gave.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
-pub struct io_uring_params {
-    pub sq_entries: u32,
-    pub cq_entries: u32,
-    pub flags: u32, // IORING_SETUP_*
-    pub sq_thread: [u32; 2],
-    pub features: u32, // IORING_FEAT_*: what this kernel can do
-    pub resv: [u32; 4],
-    pub sq_off: io_sqring_offsets,
-    pub cq_off: io_cqring_offsets,
+struct io_uring_params {
+    sq_entries: u32,
+    cq_entries: u32,
+    flags: u32,
+    sq_thread: [u32; 2],
+    features: u32,
+    resv: [u32; 4],
+    sq_off: io_sqring_offsets,
+    cq_off: io_cqring_offsets,
 }
 
-/// `io_uring_enter`'s extra argument (`IORING_ENTER_EXT_ARG`): how long to wait.
+/// `io_uring_enter`'s extra argument, with `IORING_ENTER_EXT_ARG`: how long to wait.
 #[repr(C)]
 #[derive(Default)]
 struct io_uring_getevents_arg {
@@ -113,10 +102,9 @@ struct io_uring_getevents_arg {
 }
 
 #[repr(C)]
-#[derive(Clone, Copy, Default)]
 pub struct __kernel_timespec {
-    pub tv_sec: i64,
-    pub tv_nsec: i64,
+    tv_sec: i64,
+    tv_nsec: i64,
 }
 
 impl From<Duration> for __kernel_timespec {
@@ -126,11 +114,10 @@ impl From<Duration> for __kernel_timespec {
     }
 }
 
-// A wrong layout would still compile: the kernel would read garbage. So, the header's
-// sizes, checked by the compiler.
+// A wrong layout would still compile, and the kernel would read garbage: the header's sizes.
 const _: () = assert!(size_of::<io_uring_sqe>() == 64 && size_of::<io_uring_cqe>() == 16);
-const _: () = assert!(size_of::<io_uring_params>() == 120 && size_of::<__kernel_timespec>() == 16);
-const _: () = assert!(size_of::<io_uring_getevents_arg>() == 24);
+const _: () =
+    assert!(size_of::<io_uring_params>() == 120 && size_of::<io_uring_getevents_arg>() == 24);
 
 pub const IORING_OP_POLL_ADD: u8 = 6;
 pub const IORING_OP_TIMEOUT: u8 = 11;
@@ -141,8 +128,6 @@ pub const IORING_OP_READ: u8 = 22;
 pub const IORING_OP_SEND: u8 = 26;
 pub const IORING_OP_RECV: u8 = 27;
 pub const IORING_OP_OPENAT2: u8 = 28;
-pub const IOSQE_IO_LINK: u8 = 1 << 2; // the next entry starts once this one has succeeded
-pub const IORING_TIMEOUT_ETIME_SUCCESS: u32 = 1 << 5; // a timer that fires has succeeded
 const IORING_SETUP_CQSIZE: u32 = 1 << 3;
 const IORING_SETUP_SINGLE_ISSUER: u32 = 1 << 12;
 const IORING_SETUP_DEFER_TASKRUN: u32 = 1 << 13;
@@ -153,62 +138,54 @@ const IORING_OFF_SQES: i64 = 0x1000_0000;
 const IORING_ENTER_GETEVENTS: u32 = 1 << 0;
 const IORING_ENTER_EXT_ARG: u32 = 1 << 3;
 const IORING_SQ_CQ_OVERFLOW: u32 = 1 << 1;
-// ANCHOR_END: structs
 
-// ANCHOR: ring
-/// A ring: the descriptor `io_uring_setup` gave, the memory shared with the kernel, and
-/// where in it each field is. The indexes are free-running `u32` counters; `& (entries -
-/// 1)` (entries: a power of two) makes a slot. Dropping the ring unmaps the memory, then
-/// closes the descriptor (fields drop in order).
+/// A ring: its descriptor, the memory shared with the kernel (the rings' indexes and
+/// completions in one mapping, the submission entries in another), and where in it each
+/// field is. Indexes are free-running `u32` counters; `& (entries - 1)` makes a slot.
 pub struct Ring {
-    rings: Mapping, // both rings' indexes and the CQEs: one mapping (IORING_FEAT_SINGLE_MMAP)
-    sqes: Mapping,  // the submission entries
+    rings: Mapping,
+    sqes: Mapping,
     params: io_uring_params,
-    fd: OwnedFd,
+    fd: OwnedFd, // closed after the mappings are gone: fields drop in order
 }
 
-/// One `mmap` of the ring's descriptor, unmapped on drop.
-struct Mapping {
-    start: NonNull<u8>,
-    len: usize,
-}
+/// One `mmap` of the ring's descriptor, unmapped when dropped.
+struct Mapping(NonNull<u8>, usize);
 
 impl Mapping {
     fn new(fd: &OwnedFd, len: usize, offset: i64) -> io::Result<Mapping> {
-        // SAFETY: a new shared mapping of the ring's memory, aliasing nothing of ours.
-        let start = unsafe {
-            let protection = libc::PROT_READ | libc::PROT_WRITE;
-            let flags = libc::MAP_SHARED | libc::MAP_POPULATE;
-            libc::mmap(std::ptr::null_mut(), len, protection, flags, fd.as_raw_fd(), offset)
-        };
-        if start == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
+        let (protection, flags) = (libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED);
+        // SAFETY: a new shared mapping of the ring's memory, which aliases nothing of ours.
+        let start =
+            unsafe { libc::mmap(null_mut(), len, protection, flags, fd.as_raw_fd(), offset) };
+        match NonNull::new(start.cast()) {
+            Some(start) if start.as_ptr() != libc::MAP_FAILED.cast() => Ok(Mapping(start, len)),
+            _ => Err(io::Error::last_os_error()),
         }
-        Ok(Mapping { start: NonNull::new(start.cast()).expect("mmap never maps page 0"), len })
     }
 
-    /// The `T` at byte `offset` (an offset the kernel gave, inside the mapping).
+    /// The `T` at byte `offset`, an offset the kernel gave (checked: it fits).
     fn at<T>(&self, offset: u32) -> NonNull<T> {
-        assert!(offset as usize + size_of::<T>() <= self.len, "the kernel's offsets fit");
+        assert!(offset as usize + size_of::<T>() <= self.1, "the kernel's offsets fit");
         // SAFETY: in bounds, just checked; the kernel aligns every field it places.
-        unsafe { self.start.add(offset as usize).cast() }
+        unsafe { self.0.add(offset as usize).cast() }
     }
 }
 
 impl Drop for Mapping {
     fn drop(&mut self) {
-        // SAFETY: our own mapping, of this length; no pointer into it outlives the Ring.
-        unsafe { libc::munmap(self.start.as_ptr().cast(), self.len) };
+        // SAFETY: our own mapping, of this length; no pointer into it outlives the ring.
+        unsafe { libc::munmap(self.0.as_ptr().cast(), self.1) };
     }
 }
-// ANCHOR_END: ring
+// ANCHOR_END: structs
 
 // ANCHOR: setup
 impl Ring {
-    /// A ring of `entries` submission slots and `completions` completion slots (each
-    /// rounded up to a power of two). `SINGLE_ISSUER | DEFER_TASKRUN`: only this thread
-    /// submits, and the kernel finishes requests' work when we enter to wait, rather than
-    /// by interrupting us whenever it likes (measured: it saves CPU).
+    /// A ring of `entries` submission slots and `completions` completion slots (rounded up
+    /// to powers of two). `SINGLE_ISSUER | DEFER_TASKRUN`: only this thread submits, and
+    /// the kernel finishes requests' work when we enter to wait, rather than interrupting
+    /// us whenever it likes (measured: it saves CPU).
     pub fn new(entries: u32, completions: u32) -> io::Result<Ring> {
         let flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_CQSIZE;
         let mut params = io_uring_params { cq_entries: completions, flags, ..Default::default() };
@@ -220,16 +197,13 @@ impl Ring {
             return Err(unavailable(io::Error::last_os_error()));
         }
         // SAFETY: a descriptor just made, owned by nobody else.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
-        for (feature, name) in [
-            (IORING_FEAT_SINGLE_MMAP, "IORING_FEAT_SINGLE_MMAP (one mapping for both rings)"),
-            (IORING_FEAT_NODROP, "IORING_FEAT_NODROP (no completion is ever dropped)"),
-            (IORING_FEAT_EXT_ARG, "IORING_FEAT_EXT_ARG (a wait with a timeout)"),
-        ] {
-            if params.features & feature == 0 {
-                let message = format!("io_uring is not available: this kernel lacks {name}");
-                return Err(io::Error::new(io::ErrorKind::Unsupported, message));
-            }
+        let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+        // What we rely on: one mapping for both rings, no completion ever dropped, a wait
+        // with a timeout (Linux 5.4 to 5.11; the setup's flags need 6.1 anyway).
+        let needed = IORING_FEAT_SINGLE_MMAP | IORING_FEAT_NODROP | IORING_FEAT_EXT_ARG;
+        if params.features & needed != needed {
+            let why = "io_uring is not available: this kernel lacks SINGLE_MMAP, NODROP or EXT_ARG";
+            return Err(io::Error::new(io::ErrorKind::Unsupported, why));
         }
         let (sq, cq) = (params.sq_off, params.cq_off);
         let sq_len = sq.array as usize + params.sq_entries as usize * size_of::<u32>();
@@ -237,24 +211,21 @@ impl Ring {
         let rings = Mapping::new(&fd, sq_len.max(cq_len), 0)?;
         let sqes_len = params.sq_entries as usize * size_of::<io_uring_sqe>();
         let sqes = Mapping::new(&fd, sqes_len, IORING_OFF_SQES)?;
-        // The submission ring holds indexes into the array of entries, a level of
-        // indirection we do not use: slot i names entry i, once and for all (as liburing).
-        let array = rings.at::<u32>(sq.array);
+        // The submission ring holds indexes into the array of entries: a level of
+        // indirection we do not use. Slot i names entry i, once and for all (as liburing).
         for index in 0..params.sq_entries {
             // SAFETY: within the array (sq_len above); no entry is submitted yet.
-            unsafe { array.add(index as usize).write(index) };
+            unsafe { rings.at::<u32>(sq.array).add(index as usize).write(index) };
         }
         Ok(Ring { rings, sqes, params, fd })
     }
 }
 
-/// The one line to print when there is no io_uring to be had, saying why.
+/// The one line to print where there is no io_uring to be had, saying why.
 fn unavailable(error: io::Error) -> io::Error {
     let why = match error.raw_os_error() {
         Some(libc::ENOSYS) => "this kernel has none",
-        Some(libc::EPERM) => {
-            "it is turned off or forbidden here (kernel.io_uring_disabled, seccomp)"
-        }
+        Some(libc::EPERM) => "it is turned off or forbidden here (io_uring_disabled, seccomp)",
         Some(libc::EINVAL) => "the kernel refused the setup (it needs Linux 6.1 or later)",
         _ => return error,
     };
@@ -264,30 +235,29 @@ fn unavailable(error: io::Error) -> io::Error {
 
 // ANCHOR: push
 impl Ring {
-    /// A field of the rings that one side writes and the other reads: an atomic.
+    /// An index of the rings, which one side writes and the other reads: an atomic.
     fn index(&self, offset: u32) -> &AtomicU32 {
-        // SAFETY: a field of the mapping, which lives as long as `self`; `AtomicU32` has
-        // the kernel's `u32`'s layout, and memory another writer shares is read atomically.
+        // SAFETY: a field of the mapping, which lives as long as `self`; `AtomicU32` has a
+        // `u32`'s layout, and memory another writer shares must be read atomically.
         unsafe { self.rings.at::<AtomicU32>(offset).as_ref() }
     }
 
-    /// How many pushed entries the kernel has not taken yet.
+    /// How many pushed entries the kernel has not taken yet. Acquire on the head: pairs
+    /// with the kernel's Release once it has read the entries before it, whose slots are
+    /// then ours to refill. Relaxed on the tail: only we write it.
     fn queued(&self) -> u32 {
-        // Acquire: pairs with the kernel's Release of head, once it has read the entries
-        // before it; from then on, their slots are ours to overwrite. Relaxed: only we
-        // write the tail.
-        let head = self.index(self.params.sq_off.head).load(Ordering::Acquire);
-        self.index(self.params.sq_off.tail).load(Ordering::Relaxed).wrapping_sub(head)
+        let head = self.index(self.params.sq_off.head).load(Acquire);
+        self.index(self.params.sq_off.tail).load(Relaxed).wrapping_sub(head)
     }
 
     /// Copies `entries` into the submission ring, together (a chain of linked entries must
-    /// reach the kernel in one submission); if they do not fit, submits what is queued
-    /// first, to make room. The kernel sees them at the next `io_uring_enter`.
+    /// reach the kernel in one submission). If they do not fit, it first submits what is
+    /// queued, to make room. The kernel sees them at the next `io_uring_enter`.
     ///
     /// # Safety
-    /// Every pointer in the entries must stay valid, and what it points to must be neither
-    /// freed nor moved, until the entry's completion is reaped: the kernel may write into
-    /// a buffer at any time until then, whatever became of the code that asked.
+    /// Every pointer in the entries must stay valid, and what it points to be neither freed
+    /// nor moved, until the entry's completion is reaped: the kernel may write into a
+    /// buffer at any time until then, whatever became of the code that asked.
     pub unsafe fn push(&mut self, entries: &[io_uring_sqe]) -> io::Result<()> {
         let room = self.params.sq_entries;
         if self.queued() + entries.len() as u32 > room {
@@ -296,31 +266,27 @@ impl Ring {
         if self.queued() + entries.len() as u32 > room {
             return Err(io::Error::other("io_uring: the submission ring stays full"));
         }
-        let tail = self.index(self.params.sq_off.tail).load(Ordering::Relaxed);
+        let tail = self.index(self.params.sq_off.tail).load(Relaxed);
         for (next, entry) in (tail..).zip(entries) {
             let slot = (next & (room - 1)) as usize;
-            // SAFETY: the slot is within the array of entries, and free (behind head, see
-            // `queued`); the caller answers for the pointers inside.
+            // SAFETY: the slot is in the array, and free (behind the head: see `queued`).
             unsafe { self.sqes.at::<io_uring_sqe>(0).add(slot).write(*entry) };
         }
         // Release: the entries written above are visible before the tail that covers them.
         let tail = tail.wrapping_add(entries.len() as u32);
-        self.index(self.params.sq_off.tail).store(tail, Ordering::Release);
+        self.index(self.params.sq_off.tail).store(tail, Release);
         Ok(())
     }
-    // ANCHOR_END: push
 
-    // ANCHOR: enter
-    /// The loop's one system call: submits every queued entry, and waits until at least
-    /// one request has completed, or `timeout` passes (`None`: no limit). A signal
-    /// (`EINTR`), the timeout (`ETIME`) or completions we have not made room for
-    /// (`EBUSY`) end the wait early: the caller reaps what there is, and turns again.
-    /// Returns how many entries it submitted.
+    /// The loop's one system call: submits every queued entry, and waits until a request
+    /// has completed or `timeout` passes (`None`: no limit). A signal (`EINTR`), the
+    /// timeout (`ETIME`), or completions we have not made room for (`EBUSY`) end the wait
+    /// early: the caller reaps what there is, and turns again. Returns how many it took.
     pub fn submit_and_wait(&mut self, timeout: Option<Duration>) -> io::Result<u32> {
         let queued = self.queued();
         match self.enter(1, IORING_ENTER_GETEVENTS, timeout) {
             Err(error) if matches!(error.raw_os_error(), Some(libc::EINTR | libc::ETIME)) => {
-                Ok(queued - self.queued()) // the kernel took them before it was interrupted
+                Ok(queued - self.queued()) // taken before the wait was cut short
             }
             Err(error) if error.raw_os_error() == Some(libc::EBUSY) => Ok(0),
             result => result,
@@ -338,83 +304,70 @@ impl Ring {
         // SAFETY: `arg`, and the timespec it points to, live through the call; the entries
         // the kernel takes are the caller's promise (see `push`).
         let result = unsafe {
-            libc::syscall(
-                libc::SYS_io_uring_enter,
-                fd,
-                to_submit,
-                wait_for,
-                flags,
-                &raw const arg,
-                size,
-            )
+            let arg = &raw const arg;
+            libc::syscall(libc::SYS_io_uring_enter, fd, to_submit, wait_for, flags, arg, size)
         };
         match result {
             -1 => Err(io::Error::last_os_error()),
-            submitted => Ok(submitted as u32),
+            taken => Ok(taken as u32),
         }
     }
-    // ANCHOR_END: enter
+    // ANCHOR_END: push
 
     // ANCHOR: reap
     /// Hands each completion in the ring to `complete`, oldest first, and gives its slot
-    /// back to the kernel.
-    ///
-    /// Completions that found the ring full, the kernel keeps on a list of its own
-    /// (`IORING_FEAT_NODROP`), and says so with `IORING_SQ_CQ_OVERFLOW`; it moves them into
-    /// the ring only when we enter with `GETEVENTS`. So, having made room, we do: none is lost.
-    pub fn reap(&mut self, mut complete: impl FnMut(io_uring_cqe)) -> io::Result<()> {
-        let (mask, cqes) = (self.params.cq_entries - 1, self.params.cq_off.cqes);
+    /// back; returns how many. Completions that found the ring full, the kernel keeps on a
+    /// list of its own (`IORING_FEAT_NODROP`) and says so with `IORING_SQ_CQ_OVERFLOW`; it
+    /// moves them into the ring only when we enter with `GETEVENTS`. So, having made room,
+    /// we do: none is lost.
+    pub fn reap(&mut self, mut complete: impl FnMut(io_uring_cqe)) -> io::Result<u32> {
+        let (mask, cqes, mut count) = (self.params.cq_entries - 1, self.params.cq_off.cqes, 0);
         loop {
             // Relaxed: only we write the head. Acquire: pairs with the kernel's Release of
-            // the tail, once the entries before it are written; after it, we may read them.
-            let mut head = self.index(self.params.cq_off.head).load(Ordering::Relaxed);
-            let tail = self.index(self.params.cq_off.tail).load(Ordering::Acquire);
+            // the tail once the entries before it are written; then we may read them.
+            let mut head = self.index(self.params.cq_off.head).load(Relaxed);
+            let tail = self.index(self.params.cq_off.tail).load(Acquire);
             while head != tail {
-                // SAFETY: the slot is within the array, written (before tail) and not yet
-                // handed back (not behind head).
-                complete(unsafe {
-                    self.rings.at::<io_uring_cqe>(cqes).add((head & mask) as usize).read()
-                });
-                head = head.wrapping_add(1);
+                let slot = self.rings.at::<io_uring_cqe>(cqes);
+                // SAFETY: the slot is in the array, written (before tail) and ours (after head).
+                complete(unsafe { slot.add((head & mask) as usize).read() });
+                (head, count) = (head.wrapping_add(1), count + 1);
             }
             // Release: our reads of those slots are done before the kernel may refill them.
-            self.index(self.params.cq_off.head).store(head, Ordering::Release);
+            self.index(self.params.cq_off.head).store(head, Release);
             // Relaxed: a flag, not an index; the system call below synchronises.
-            let flags = self.index(self.params.sq_off.flags).load(Ordering::Relaxed);
-            if flags & IORING_SQ_CQ_OVERFLOW == 0 {
-                return Ok(());
+            if self.index(self.params.sq_off.flags).load(Relaxed) & IORING_SQ_CQ_OVERFLOW == 0 {
+                return Ok(count);
             }
             match self.enter(0, IORING_ENTER_GETEVENTS, None) {
                 Err(error) if error.raw_os_error() != Some(libc::EINTR) => return Err(error),
-                _ => {} // the backlog is in the ring now: reap it
+                _ => {} // the kernel's backlog is in the ring now: reap it
             }
         }
     }
 }
-// ANCHOR_END: reap
 
-// ANCHOR: builders
-/// Entries for the operations we use, as liburing's `io_uring_prep_*` make them. Building
-/// one is safe (it is only numbers); handing it over is not (see [`Ring::push`]).
+/// Entries, as liburing's `io_uring_prep_*` make them: building one is safe (it is only
+/// numbers); handing it over is not (see [`Ring::push`]).
 impl io_uring_sqe {
-    pub fn new(opcode: u8, fd: RawFd, addr: *const u8, len: u32) -> io_uring_sqe {
+    pub fn new(opcode: u8, fd: i32, addr: *const u8, len: u32) -> io_uring_sqe {
         io_uring_sqe { opcode, fd, addr: addr as u64, len, ..Default::default() }
-    }
-
-    /// Cancels the entry whose `user_data` is `target`: it completes with `-ECANCELED` (or
-    /// its own result, if it finished first).
-    pub fn cancel(target: u64) -> io_uring_sqe {
-        io_uring_sqe {
-            addr: target,
-            ..io_uring_sqe::new(IORING_OP_ASYNC_CANCEL, -1, std::ptr::null(), 0)
-        }
     }
 
     pub fn with(self, op_flags: u32, off: u64) -> io_uring_sqe {
         io_uring_sqe { op_flags, off, ..self }
     }
+
+    /// Cancels the entry whose `user_data` is `target`: it completes with `-ECANCELED`, or
+    /// with its own result if it finished first.
+    pub fn cancel(target: u64) -> io_uring_sqe {
+        io_uring_sqe {
+            addr: target,
+            ..io_uring_sqe::new(IORING_OP_ASYNC_CANCEL, -1, null_mut(), 0)
+        }
+    }
 }
-// ANCHOR_END: builders
+// ANCHOR_END: reap
 
 #[cfg(test)]
 #[path = "ring_tests.rs"]

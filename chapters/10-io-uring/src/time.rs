@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::proactor::submit;
 use crate::race::{race, Winner};
-use crate::ring::{io_uring_sqe, __kernel_timespec, IORING_OP_TIMEOUT};
+use crate::ring::{__kernel_timespec, io_uring_sqe, IORING_OP_TIMEOUT};
 use crate::sync::OnDrop;
 
 thread_local! {
@@ -19,11 +19,14 @@ thread_local! {
 // ANCHOR: sleep
 /// Ready once `duration` has passed.
 pub async fn sleep(duration: Duration) {
+    if duration.is_zero() {
+        return; // (`--fs-delay-ms 0`: no timer in the ring)
+    }
     PENDING.set(PENDING.get() + 1);
     let _counted = OnDrop(|| PENDING.set(PENDING.get() - 1)); // however it ends
-    // SAFETY: the entry points into the timespec the operation owns.
+                                                              // SAFETY: the entry points into the timespec the operation owns.
     let timer = unsafe {
-        submit(__kernel_timespec::from(duration), Duration::ZERO, |ts| {
+        submit(__kernel_timespec::from(duration), |ts| {
             io_uring_sqe::new(IORING_OP_TIMEOUT, -1, (&raw const *ts).cast(), 1)
         })
     };
