@@ -8,8 +8,8 @@
 //! polls it again. Nothing else ever runs a task: no waker, no progress.
 //!
 //! [`Executor::turn`] is one turn of the loop, the same turn as in chapters 3-7: wait (in
-//! the proactor, see `proactor.rs`) until an operation completes (a sleep is one), which
-//! wakes tasks, then run the tasks that were woken.
+//! the proactor, see `proactor.rs`) until an operation completes or a timer is due
+//! (`time.rs`), which wakes tasks, then run the tasks that were woken.
 //!
 //! Chapters 8 and 9 gave each task a budget of reads and writes per poll, since a socket
 //! that is always ready never said `Pending`. An operation in the ring always does, once:
@@ -31,7 +31,7 @@ use std::time::Duration;
 use shared::log;
 use shared::self_pipe::SelfPipe;
 
-use crate::proactor;
+use crate::{proactor, time};
 
 // ANCHOR: spawn
 /// A task: a future whose output nobody waits for, boxed because each has its own type.
@@ -108,14 +108,15 @@ impl Executor {
         })
     }
 
-    /// One turn: waits until an operation completes (at most `timeout`;
+    /// One turn: waits until an operation completes or a timer is due (at most `timeout`;
     /// `None`: no limit of its own), which wakes their tasks, then runs the woken tasks.
     pub fn turn(&mut self, timeout: Option<Duration>) -> io::Result<()> {
         // Tasks spawned or woken already: look, but do not sleep.
         let woken = !self.run_queue.lock().unwrap_or_else(PoisonError::into_inner).is_empty();
         let ready = woken || SPAWNED.with(|spawned| !spawned.borrow().is_empty());
-        let timeout = if ready { Some(Duration::ZERO) } else { timeout };
-        proactor::turn(timeout)?; // wakes the tasks whose operations completed (sleeps too)
+        let timeout = if ready { Some(Duration::ZERO) } else { time::until_next(timeout) };
+        proactor::turn(timeout)?; // wakes the tasks whose operations completed
+        time::wake_due(); // and those whose timers are due
         TURNS.set(TURNS.get() + 1);
         self.run_ready();
         Ok(())

@@ -1,6 +1,6 @@
 //! Files through the ring: opening, reading and closing are operations, and the kernel
 //! does the blocking part (a slow disk) on workers of its own. Chapters 6 to 9 needed a
-//! thread pool of ours for it; here it is gone. `--fs-delay-ms` is a sleep in the ring
+//! thread pool of ours for it; here it is gone. `--fs-delay-ms` is a timer in the ring
 //! before each open and each read: the slow disk, still simulated with no thread of ours.
 //!
 //! As in chapter 6, a file is read a chunk (256 KiB) at a time, and travels with each one.
@@ -21,8 +21,9 @@ use shared::files;
 use shared::http::Response;
 
 use crate::proactor::{self, submit};
-use crate::ring::{io_uring_sqe, IORING_OP_OPENAT2, IORING_OP_READ};
-use crate::time::sleep;
+use crate::ring::{
+    __kernel_timespec, io_uring_sqe, IORING_OP_OPENAT2, IORING_OP_READ, IORING_OP_TIMEOUT,
+};
 
 /// A piece of a file, read through the ring: its bytes, and the file, to read the next
 /// piece from.
@@ -71,7 +72,7 @@ impl Files {
         let how = open_how { flags, mode: 0, resolve: 0x08 }; // RESOLVE_BENEATH
         let path = CString::new(relative.as_os_str().as_bytes()).map_err(|_| not_a_file())?;
         let root = self.root.as_raw_fd(); // lives as long as `self`, and so as the operation
-        sleep(self.delay).await;
+        self.slow_disk().await;
         // SAFETY: the entry points into the path and the `open_how` that the operation owns.
         let open = unsafe {
             submit((path, how), |(path, how)| {
@@ -99,7 +100,7 @@ impl Files {
     /// Reads the next chunk of a file that `open` opened, from where the last read ended
     /// (offset -1: the file's own position).
     pub async fn read(&self, file: Rc<RingFile>) -> Result<Chunk, Response> {
-        sleep(self.delay).await;
+        self.slow_disk().await;
         // SAFETY: the entry points into the chunk's heap block, which the operation owns.
         let read = unsafe {
             submit((file, Vec::with_capacity(files::CHUNK)), |(file, bytes)| {
@@ -119,6 +120,21 @@ impl Files {
         // SAFETY: the kernel wrote `count` bytes at the start of the chunk's room.
         unsafe { bytes.set_len(count as usize) };
         Ok(Chunk { bytes, file })
+    }
+
+    /// `--fs-delay-ms`: a timer in the ring (`IORING_OP_TIMEOUT`). (It could be linked
+    /// before the operation, `IOSQE_IO_LINK`, in the same submission: see the exercises.)
+    async fn slow_disk(&self) {
+        if !self.delay.is_zero() {
+            let delay = __kernel_timespec::from(self.delay);
+            // SAFETY: the entry points into the timespec the operation owns.
+            let timer = unsafe {
+                submit(delay, |ts| {
+                    io_uring_sqe::new(IORING_OP_TIMEOUT, -1, (&raw const *ts).cast(), 1)
+                })
+            };
+            let _ = timer.await; // -ETIME: the time has passed
+        }
     }
 }
 // ANCHOR_END: files

@@ -18,6 +18,7 @@ mod race;
 mod ring;
 mod sync;
 mod time;
+mod timers;
 mod upstream;
 
 use std::cell::RefCell;
@@ -191,7 +192,7 @@ fn run_loop(
         }
         let counters = server.counters();
         counters.loop_turns.store(executor::turns(), Ordering::Relaxed);
-        counters.timers_pending.store(time::pending(), Ordering::Relaxed);
+        counters.timers_pending.store(time::pending() as u64, Ordering::Relaxed);
     }
 }
 // ANCHOR_END: run_loop
