@@ -28,6 +28,7 @@
 //!   today's inputs: `generated/sessions.lock` records a hash of what each was made from
 //!   (`tests/src/lock.rs`), and a change to an input without a new run is a failure;
 //! - no line typed in a code block is wider than the column either;
+//! - every chapter's exercises link to their answers in Appendix E;
 //! - no table is wider than the text column at a 1,280 px window (`TEXT_COLUMN_PX`),
 //!   as estimated from the words, numbers and code in its cells that cannot wrap.
 //!
@@ -1268,4 +1269,81 @@ fn every_table_fits_the_column() {
          can wrap\n  {}",
         problems.join("\n  ")
     );
+}
+
+/// The id mdBook gives a heading, for links to it: its text in lower case, spaces as
+/// hyphens, and only letters, digits, `_` and `-` kept (`## Chapter 7: Ten thousand idle
+/// clients: epoll` is `chapter-7-ten-thousand-idle-clients-epoll`).
+fn heading_id(heading: &str) -> String {
+    heading
+        .trim_start_matches('#')
+        .trim()
+        .chars()
+        .filter_map(|c| match c {
+            c if c.is_alphanumeric() || c == '_' || c == '-' => Some(c.to_ascii_lowercase()),
+            c if c.is_whitespace() => Some('-'),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A chapter's "Exercises" section says where the answers are: a link to that chapter's
+/// part of Appendix E (`answers.md#chapter-N-...`, the heading `answers/chNN.md` opens
+/// with), so that a reader who is stuck, or done, finds them.
+#[test]
+fn every_exercise_section_links_to_its_answers() {
+    assert_eq!(
+        heading_id("## Chapter 8: async and await, from scratch"),
+        "chapter-8-async-and-await-from-scratch"
+    );
+    let src = book_src();
+    let mut problems = Vec::new();
+    let mut seen = 0;
+    for page in reading_pages() {
+        let name = page_name(&page);
+        let Some(number) = name
+            .strip_prefix("ch")
+            .and_then(|rest| rest.get(..2))
+            .filter(|digits| digits.chars().all(|c| c.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let text = read(&page);
+        let lines: Vec<&str> = text.lines().collect();
+        let Some(start) = lines.iter().position(|line| line.trim() == "## Exercises") else {
+            continue;
+        };
+        seen += 1;
+        let section = lines[start + 1..]
+            .iter()
+            .take_while(|line| !line.starts_with("## ") && !line.starts_with("# "))
+            .copied()
+            .collect::<Vec<_>>()
+            .join("\n");
+        let answers = src.join(format!("answers/ch{number}.md"));
+        let Some(heading) = fs::read_to_string(&answers)
+            .ok()
+            .and_then(|text| text.lines().find(|line| line.starts_with("## ")).map(str::to_string))
+        else {
+            problems.push(format!(
+                "{}:{}: exercises, but {} has no `## Chapter N: ...` heading to link to",
+                short(&page),
+                start + 1,
+                short(&answers)
+            ));
+            continue;
+        };
+        let link = format!("](answers.md#{})", heading_id(&heading));
+        if !section.contains(&link) {
+            problems.push(format!(
+                "{}:{}: the exercises do not say where their answers are: add \"The answers \
+                 are in [Appendix E]({}).\"",
+                short(&page),
+                start + 1,
+                &link[2..link.len() - 1]
+            ));
+        }
+    }
+    assert!(seen > 0, "no chapter page has an `## Exercises` section");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
