@@ -27,7 +27,10 @@
 //! - every generated output (the sessions, the timelines, the benchmark) was made from
 //!   today's inputs: `generated/sessions.lock` records a hash of what each was made from
 //!   (`tests/src/lock.rs`), and a change to an input without a new run is a failure;
-//! - no line typed in a code block is wider than the column either.
+//! - no line typed in a code block is wider than the column either;
+//! - every chapter's exercises link to their answers in Appendix E;
+//! - no table is wider than the text column at a 1,280 px window (`TEXT_COLUMN_PX`),
+//!   as estimated from the words, numbers and code in its cells that cannot wrap.
 //!
 //! It lives in `shared` because that is the one crate every chapter depends on, and it
 //! needs nothing but the standard library and the `diff` and `bash` programs.
@@ -1008,4 +1011,339 @@ fn no_line_typed_in_a_code_block_is_wider_than_the_column() {
         problems.len(),
         problems.join("\n  ")
     );
+}
+
+/// How wide the book's text column is at a 1,280 px window, in CSS pixels: mdBook's
+/// `--content-max-width`, which `book/theme/code-column.css` sets (beside a 300 px sidebar
+/// and 40 px of page padding). A table wider than this scrolls sideways and hides columns.
+const TEXT_COLUMN_PX: f64 = 880.0;
+
+/// What a table cell costs beside its text: mdBook gives each cell 20 px of padding on
+/// either side, and a 1 px border between cells.
+const CELL_PADDING_PX: f64 = 41.0;
+/// One character of prose in a table: mdBook's text is 16 px Open Sans, whose digits are
+/// 9.2 px and whose lower-case letters 9 px or less, but for `m` and `w` (12 to 15 px),
+/// which count one and a half characters.
+const TEXT_CHAR_PX: f64 = 9.0;
+/// One character of bold prose: a table's head row, and `**bold**` cells.
+const BOLD_CHAR_PX: f64 = 10.0;
+/// One character of `inline code`: 14 px Source Code Pro, 0.6 em a character...
+const CODE_CHAR_PX: f64 = 8.4;
+/// ... and an inline code span's padding, 0.3 em on either side.
+const CODE_SPAN_PX: f64 = 8.4;
+
+/// How a piece of a table cell is set.
+#[derive(Clone, Copy, PartialEq)]
+enum Font {
+    Text,
+    Bold,
+    Code,
+}
+
+/// The widths, in pixels, of the pieces of one table cell that a browser cannot break
+/// across lines: each word of its prose, broken only at spaces and after a hyphen inside a
+/// word (`keep-` / `alive`, as Chromium does), and each word of its code, broken only at
+/// spaces (a browser would break code at its hyphens too, but a command cut in two reads
+/// badly). Markdown and HTML markup takes no room: `[text](link)` counts its text, `<abbr
+/// title="...">1</abbr>` its `1`, `&lt;` one character.
+fn unbreakable_widths(cell: &str, head: bool) -> Vec<f64> {
+    let chars: Vec<char> = cell.trim().chars().collect();
+    let mut widths = Vec::new();
+    let mut word = 0.0;
+    let (mut code, mut bold) = (false, head);
+    let mut index = 0;
+    while index < chars.len() {
+        let c = chars[index];
+        index += 1;
+        let font = match (code, bold) {
+            (true, _) => Font::Code,
+            (false, true) => Font::Bold,
+            (false, false) => Font::Text,
+        };
+        if c == '`' {
+            code = !code;
+            word += CODE_SPAN_PX / 2.0;
+            continue;
+        }
+        if !code {
+            let rest: String = chars[index..].iter().collect();
+            match c {
+                '\\' if index < chars.len() => {
+                    // An escaped character stands for itself.
+                    word += TEXT_CHAR_PX;
+                    index += 1;
+                    continue;
+                }
+                '*' => {
+                    if chars.get(index) == Some(&'*') {
+                        index += 1;
+                        bold = !bold;
+                    }
+                    continue; // emphasis markers take no room
+                }
+                '<' if rest.starts_with(|c: char| c.is_ascii_alphabetic() || c == '/') => {
+                    index += rest.find('>').map_or(0, |end| end + 1);
+                    continue; // an HTML tag
+                }
+                '&' if rest.find(';').is_some_and(|end| {
+                    end > 0 && rest[..end].chars().all(|c| c.is_ascii_alphanumeric() || c == '#')
+                }) =>
+                {
+                    index += rest.find(';').map_or(0, |end| end + 1);
+                    word += TEXT_CHAR_PX; // an entity is one character
+                    continue;
+                }
+                '[' => continue, // a link's text counts, its brackets do not...
+                ']' if rest.starts_with('(') => {
+                    index += rest.find(')').map_or(0, |end| end + 1);
+                    continue; // ...nor its target
+                }
+                _ => {}
+            }
+        }
+        if c.is_whitespace() {
+            widths.push(word);
+            word = 0.0;
+            continue;
+        }
+        // In prose, `m` and `w` are half as wide again as other letters.
+        let wide = if "mwMW".contains(c) { 1.5 } else { 1.0 };
+        word += match font {
+            Font::Text => TEXT_CHAR_PX * wide,
+            Font::Bold => BOLD_CHAR_PX * wide,
+            Font::Code => CODE_CHAR_PX,
+        };
+        let hyphen_breaks = font != Font::Code
+            && c == '-'
+            && index >= 2
+            && chars[index - 2].is_alphanumeric()
+            && chars.get(index).is_some_and(|next| next.is_alphabetic());
+        if hyphen_breaks {
+            widths.push(word);
+            word = 0.0;
+        }
+    }
+    widths.push(word);
+    widths
+}
+
+/// The cells of one table row: split at each `|` that is not escaped (as GitHub's
+/// tables are, even inside code), without the outer pipes.
+fn table_cells(row: &str) -> Vec<String> {
+    let row = row.trim();
+    let row = row.strip_prefix('|').unwrap_or(row);
+    let row = if row.ends_with('|') && !row.ends_with("\\|") { &row[..row.len() - 1] } else { row };
+    let mut cells = vec![String::new()];
+    let mut escaped = false;
+    for c in row.chars() {
+        if c == '|' && !escaped {
+            cells.push(String::new());
+        } else if let Some(cell) = cells.last_mut() {
+            cell.push(c);
+        }
+        escaped = c == '\\' && !escaped;
+    }
+    cells
+}
+
+/// Is this line a table's delimiter row, such as `|---|:-:|---:|`?
+fn is_delimiter_row(line: &str) -> bool {
+    let line = line.trim();
+    line.contains('-')
+        && line.contains('|')
+        && line.chars().all(|c| matches!(c, '|' | '-' | ':' | ' '))
+}
+
+/// The Markdown tables of a page, outside code blocks: each with the line of its head and
+/// its rows (the head first; the delimiter row left out).
+fn tables_in(text: &str) -> Vec<(usize, Vec<Vec<String>>)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut tables = Vec::new();
+    let mut in_code_block = false;
+    let mut index = 0;
+    while index < lines.len() {
+        let line = lines[index];
+        if line.trim_start().starts_with("```") {
+            in_code_block = !in_code_block;
+        }
+        let starts_table = !in_code_block
+            && line.contains('|')
+            && lines.get(index + 1).is_some_and(|next| is_delimiter_row(next));
+        if !starts_table {
+            index += 1;
+            continue;
+        }
+        let mut rows = vec![table_cells(line)];
+        let mut end = index + 2;
+        while end < lines.len() && lines[end].contains('|') && !lines[end].trim().is_empty() {
+            rows.push(table_cells(lines[end]));
+            end += 1;
+        }
+        tables.push((index + 1, rows));
+        index = end;
+    }
+    tables
+}
+
+/// How wide a table is at its narrowest, in pixels, as estimated from its cells: for
+/// each column, the widest piece of a cell that cannot break across lines, plus the
+/// cell's padding (see `unbreakable_widths`). Also the widest piece of each column, for
+/// the message.
+fn narrowest_width(rows: &[Vec<String>]) -> (f64, Vec<f64>) {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let mut widest = vec![0.0f64; columns];
+    for (row_index, row) in rows.iter().enumerate() {
+        for (column, cell) in row.iter().enumerate() {
+            for width in unbreakable_widths(cell, row_index == 0) {
+                widest[column] = widest[column].max(width);
+            }
+        }
+    }
+    let total = widest.iter().map(|width| width + CELL_PADDING_PX).sum();
+    (total, widest)
+}
+
+#[test]
+fn table_widths_are_estimated_as_chromium_renders_them() {
+    // Chromium at a 1,280 px window, measured on the built book (a table made as narrow
+    // as it goes with `width: min-content`): the diff table of chapter 6 is 542 px, its
+    // columns 268, 90, 111 and 72 px; chapter 9's benchmark-style name column, 114 px.
+    let diff_06 = "| File | Lines added | Lines removed | |\n|:-----|---:|---:|:--|\n\
+                   | `src/connection/download.rs` | 64 | 0 | new |\n\
+                   | `src/connection.rs` | 23 | 9 | |\n\
+                   | **Total** | **323** | **23** | |\n";
+    let tables = tables_in(diff_06);
+    assert_eq!(tables.len(), 1);
+    let (total, widest) = narrowest_width(&tables[0].1);
+    assert!((542.0..=560.0).contains(&total), "estimated {total} px, Chromium renders 542");
+    assert!((widest[0] + CELL_PADDING_PX - 268.0).abs() < 2.0, "{widest:?}");
+    // A name breaks after its hyphens: `ch06-` / `thread-` / `pool`; code does not.
+    let names = "| server |\n|---|\n| ch06-thread-pool |\n| ch09-multicore |\n";
+    let (total, _) = narrowest_width(&tables_in(names)[0].1);
+    assert!((114.0..=130.0).contains(&total), "estimated {total} px, Chromium renders 114");
+    assert_eq!(unbreakable_widths("`ch06-thread-pool`", false), [16.0 * 8.4 + 8.4]);
+    // Markup takes no room; escaped pipes stay in their cell; code blocks hold no tables.
+    assert_eq!(unbreakable_widths("<abbr title=\"ch01-blocking\">1</abbr>", false), [9.0]);
+    assert_eq!(unbreakable_widths("[ab](ab.md) &lt;", false), [18.0, 9.0]);
+    assert_eq!(table_cells("| a \\| b | c |").len(), 2);
+    assert!(tables_in("```text\n| a |\n|---|\n```\n").is_empty());
+}
+
+/// Every Markdown table in the book (the pages, the answers, and the generated pieces
+/// they include: the capability table, the benchmark tables, the diffs' tables) fits the
+/// text column at 1,280 px. A browser narrows a table by wrapping its cells, so what
+/// counts is what cannot wrap: per column, the widest single word, number or piece of
+/// code of any of its cells, in characters times a character's width in its font (prose,
+/// bold or code; see `TEXT_CHAR_PX` and the constants beside it), plus each cell's
+/// padding and border. The sum of the columns is the narrowest the table can be, checked
+/// against `TEXT_COLUMN_PX`. The estimate is calibrated against Chromium and errs wide
+/// (`table_widths_are_estimated_as_chromium_renders_them`); it uses mdBook's default cell
+/// padding, so the capability table, which `code-column.css` pads less, has room to spare.
+#[test]
+fn every_table_fits_the_column() {
+    let mut problems = Vec::new();
+    let mut seen = 0;
+    for page in markdown_files(&book_src()) {
+        for (line, rows) in tables_in(&read(&page)) {
+            seen += 1;
+            let (total, widest) = narrowest_width(&rows);
+            if total > TEXT_COLUMN_PX {
+                let columns: Vec<String> = rows[0]
+                    .iter()
+                    .zip(&widest)
+                    .map(|(head, width)| format!("{} {:.0}", head.trim(), width + CELL_PADDING_PX))
+                    .collect();
+                problems.push(format!(
+                    "{}:{line}: a table at least {total:.0} px wide (by column: {})",
+                    short(&page),
+                    columns.join(", ")
+                ));
+            }
+        }
+    }
+    assert!(seen > 0, "found no table in the book: is tables_in still finding them?");
+    assert!(
+        problems.is_empty(),
+        "tables wider than the book's {TEXT_COLUMN_PX} px column at 1,280 px, which would \
+         scroll sideways and hide their last columns: give them shorter heads, or cells that \
+         can wrap\n  {}",
+        problems.join("\n  ")
+    );
+}
+
+/// The id mdBook gives a heading, for links to it: its text in lower case, spaces as
+/// hyphens, and only letters, digits, `_` and `-` kept (`## Chapter 7: Ten thousand idle
+/// clients: epoll` is `chapter-7-ten-thousand-idle-clients-epoll`).
+fn heading_id(heading: &str) -> String {
+    heading
+        .trim_start_matches('#')
+        .trim()
+        .chars()
+        .filter_map(|c| match c {
+            c if c.is_alphanumeric() || c == '_' || c == '-' => Some(c.to_ascii_lowercase()),
+            c if c.is_whitespace() => Some('-'),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A chapter's "Exercises" section says where the answers are: a link to that chapter's
+/// part of Appendix E (`answers.md#chapter-N-...`, the heading `answers/chNN.md` opens
+/// with), so that a reader who is stuck, or done, finds them.
+#[test]
+fn every_exercise_section_links_to_its_answers() {
+    assert_eq!(
+        heading_id("## Chapter 8: async and await, from scratch"),
+        "chapter-8-async-and-await-from-scratch"
+    );
+    let src = book_src();
+    let mut problems = Vec::new();
+    let mut seen = 0;
+    for page in reading_pages() {
+        let name = page_name(&page);
+        let Some(number) = name
+            .strip_prefix("ch")
+            .and_then(|rest| rest.get(..2))
+            .filter(|digits| digits.chars().all(|c| c.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let text = read(&page);
+        let lines: Vec<&str> = text.lines().collect();
+        let Some(start) = lines.iter().position(|line| line.trim() == "## Exercises") else {
+            continue;
+        };
+        seen += 1;
+        let section = lines[start + 1..]
+            .iter()
+            .take_while(|line| !line.starts_with("## ") && !line.starts_with("# "))
+            .copied()
+            .collect::<Vec<_>>()
+            .join("\n");
+        let answers = src.join(format!("answers/ch{number}.md"));
+        let Some(heading) = fs::read_to_string(&answers)
+            .ok()
+            .and_then(|text| text.lines().find(|line| line.starts_with("## ")).map(str::to_string))
+        else {
+            problems.push(format!(
+                "{}:{}: exercises, but {} has no `## Chapter N: ...` heading to link to",
+                short(&page),
+                start + 1,
+                short(&answers)
+            ));
+            continue;
+        };
+        let link = format!("](answers.md#{})", heading_id(&heading));
+        if !section.contains(&link) {
+            problems.push(format!(
+                "{}:{}: the exercises do not say where their answers are: add \"The answers \
+                 are in [Appendix E]({}).\"",
+                short(&page),
+                start + 1,
+                &link[2..link.len() - 1]
+            ));
+        }
+    }
+    assert!(seen > 0, "no chapter page has an `## Exercises` section");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

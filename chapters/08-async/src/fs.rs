@@ -22,13 +22,13 @@ use shared::http::Response;
 
 use crate::thread_pool::ThreadPool;
 
+// ANCHOR: files
 /// A piece of a file, read on a worker: its bytes, and the file, to read the next piece from.
 pub struct Chunk {
     pub bytes: Vec<u8>,
     pub file: File,
 }
 
-// ANCHOR: files
 pub struct Files {
     pub pool: ThreadPool,
     delay: Duration,

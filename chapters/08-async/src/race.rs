@@ -10,13 +10,13 @@ use std::future::{poll_fn, Future};
 use std::pin::pin;
 use std::task::Poll;
 
+// ANCHOR: race
 /// Which future finished first, and its output.
 pub enum Winner<A, B> {
     First(A),
     Second(B),
 }
 
-// ANCHOR: race
 /// Runs `first` and `second` together, in this task, until one is ready. Both are polled
 /// with the task's own waker, so either can wake it; `first` is polled first, so it wins
 /// a tie. The loser is dropped when `race` returns.

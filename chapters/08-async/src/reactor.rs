@@ -27,6 +27,7 @@ use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTime
 use shared::self_pipe::SelfPipe;
 use shared::trace;
 
+// ANCHOR: reactor
 /// Names one registered socket; its epoll events carry it back, as chapter 7's tokens did.
 /// (async-io calls the same thing a `Source`.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -55,7 +56,6 @@ struct Readiness {
     waiters: Vec<Waker>,
 }
 
-// ANCHOR: reactor
 struct Reactor {
     epoll: Epoll,
     events: Vec<EpollEvent>,

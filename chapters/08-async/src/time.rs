@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 use crate::race::{race, Winner};
 use crate::timers::{TimerId, Timers};
 
+// ANCHOR: sleep
 thread_local! {
     static TIMERS: RefCell<Timers<Waker>> = RefCell::new(Timers::new());
 }
 
-// ANCHOR: sleep
 /// A future that is ready once `duration` has passed.
 pub fn sleep(duration: Duration) -> Sleep {
     Sleep { deadline: Instant::now() + duration, armed: None }
@@ -73,7 +73,6 @@ pub async fn timeout<F: Future>(duration: Duration, future: F) -> Result<F::Outp
         Winner::Second(()) => Err(Elapsed),
     }
 }
-// ANCHOR_END: timeout
 
 /// How long the loop may wait: until the nearest timer is due, and at most `limit`.
 pub fn until_next(limit: Option<Duration>) -> Option<Duration> {
@@ -92,6 +91,7 @@ pub fn wake_due() {
         TIMERS.with(|timers| std::iter::from_fn(|| timers.borrow_mut().pop_due(now)).collect());
     due.into_iter().for_each(Waker::wake);
 }
+// ANCHOR_END: timeout
 
 /// How many timers are pending (for `/stats`).
 pub fn pending() -> usize {
