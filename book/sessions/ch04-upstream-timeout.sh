@@ -1,0 +1,11 @@
+# Chapter 4 as its own upstream, relaying a sleep longer than the upstream timeout.
+# inputs: chapters/04-scheduler shared/src shared/Cargo.toml
+# timeout: 60
+@ cargo build -p ch04-scheduler
+$ cargo run -p ch04-scheduler -- --upstream 127.0.0.1:8080 &
+@ book/tools/wait-for-port.sh 8080
+$ curl -s -w '  <- %{http_code} after %{time_total}s\n' \
+    'http://127.0.0.1:8080/upstream/sleep?ms=7000'
+$ curl -s http://127.0.0.1:8080/stats
+$ kill %1
+@ wait
