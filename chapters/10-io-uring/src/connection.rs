@@ -253,12 +253,11 @@ impl Client {
         let mut sent = 0;
         while sent < self.out.len() {
             // The output goes to the kernel and comes back (if this is dropped, it does
-            // not: but then the connection is over).
-            let sending = self.stream.send(std::mem::take(&mut self.out), sent);
-            let Ok((written, out)) = timeout(server.config.send_timeout, sending).await else {
-                return Err(io::ErrorKind::TimedOut.into());
-            };
-            self.out = out;
+            // not: but then the connection is over). The time limit goes with it.
+            let limit = Some(server.config.send_timeout);
+            let written;
+            (written, self.out) =
+                self.stream.send(std::mem::take(&mut self.out), sent, limit).await;
             sent += written?;
         }
         if !self.out.is_empty() {

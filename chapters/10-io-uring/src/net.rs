@@ -17,12 +17,13 @@ use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd};
 use std::rc::Rc;
+use std::time::Duration;
 
 use nix::libc::{self, POLLIN, POLLOUT};
 
 use shared::upstream;
 
-use crate::proactor::submit;
+use crate::proactor::{submit, submit_within};
 use crate::ring::{
     io_uring_sqe, IORING_OP_ACCEPT, IORING_OP_POLL_ADD, IORING_OP_RECV, IORING_OP_SEND,
 };
@@ -131,12 +132,14 @@ impl Async<TcpStream> {
         received.map(|count| count as usize)
     }
 
-    /// Sends `buffer[from..]`, or the first part of it: how much, and the buffer back.
-    /// `MSG_NOSIGNAL`: a peer that left gives `EPIPE`, not a `SIGPIPE` that kills us.
-    pub async fn send(&self, buffer: Vec<u8>, from: usize) -> (io::Result<usize>, Vec<u8>) {
+    /// Sends `buffer[from..]`, or the first part of it, within `limit`: how much, and the
+    /// buffer back. `MSG_NOSIGNAL`: a peer that left gives `EPIPE`, not a `SIGPIPE`.
+    pub async fn send(
+        &self, buffer: Vec<u8>, from: usize, limit: Option<Duration>,
+    ) -> (io::Result<usize>, Vec<u8>) {
         // SAFETY: the entry points into the buffer's heap block, which the operation owns.
         let send = unsafe {
-            submit((self.inner.clone(), buffer), |(stream, buffer)| {
+            submit_within((self.inner.clone(), buffer), limit, |(stream, buffer)| {
                 let rest = &buffer[from..];
                 let entry = io_uring_sqe::new(
                     IORING_OP_SEND,
@@ -148,14 +151,18 @@ impl Async<TcpStream> {
             })
         };
         let (sent, (_, buffer)) = send.await;
-        (sent.map(|count| count as usize), buffer)
+        let timed_out = |error: io::Error| match error.raw_os_error() {
+            Some(libc::ECANCELED) => io::ErrorKind::TimedOut.into(), // the limit passed
+            _ => error,
+        };
+        (sent.map(|count| count as usize).map_err(timed_out), buffer)
     }
 
     pub async fn write_all(&self, mut bytes: Vec<u8>) -> io::Result<()> {
         let mut sent = 0;
         while sent < bytes.len() {
             let count;
-            (count, bytes) = self.send(bytes, sent).await;
+            (count, bytes) = self.send(bytes, sent, None).await;
             match count? {
                 0 => return Err(io::ErrorKind::WriteZero.into()),
                 count => sent += count, // a partial send is normal: go on

@@ -31,7 +31,8 @@ use nix::libc;
 use shared::self_pipe::SelfPipe;
 use shared::trace;
 
-use crate::ring::{io_uring_sqe, Ring, IORING_OP_CLOSE, IORING_OP_POLL_ADD};
+use crate::ring::{__kernel_timespec, io_uring_sqe, Ring, IORING_OP_CLOSE};
+use crate::ring::{IORING_OP_LINK_TIMEOUT, IORING_OP_POLL_ADD, IOSQE_IO_LINK};
 
 // ANCHOR: proactor
 /// Where an operation is.
@@ -59,6 +60,8 @@ struct Proactor {
     next: u64,
     /// Wakes the loop from other threads: a poll of it is always in the ring.
     doorbell: Arc<SelfPipe>,
+    /// The wakers `turn` takes out, kept to be reused: no allocation, turn after turn.
+    woken: Vec<Waker>,
 }
 
 /// The doorbell's poll carries this instead of an operation's number.
@@ -72,8 +75,8 @@ thread_local! {
 /// the loop will hold). Its error, where there is no io_uring to be had, says why.
 pub fn start(completions: u32) -> io::Result<()> {
     let ring = Ring::new(256, completions.max(256))?; // never fewer than the entries
-    let mut proactor =
-        Proactor { ring, slots: BTreeMap::new(), next: 0, doorbell: Arc::new(SelfPipe::new()?) };
+    let (slots, doorbell) = (BTreeMap::new(), Arc::new(SelfPipe::new()?));
+    let mut proactor = Proactor { ring, slots, next: 0, doorbell, woken: Vec::new() };
     proactor.watch_doorbell()?;
     PROACTOR.with(|cell| cell.replace(Some(proactor)));
     Ok(())
@@ -92,16 +95,38 @@ pub fn doorbell() -> Arc<SelfPipe> {
 
 // ANCHOR: start
 impl Proactor {
-    /// Queues `entry`, with the memory it may use, its slot starting in `state`.
-    fn start(&mut self, entry: io_uring_sqe, owned: Box<dyn Any>, state: State) -> u64 {
-        let user_data = self.next;
-        self.next += 1;
-        // SAFETY: the entry points into `owned` (the promise of `submit`), which stays in
-        // its slot, at the same address, until the entry's completion.
-        let state = match unsafe { self.ring.push(&[io_uring_sqe { user_data, ..entry }]) } {
+    /// Queues `entry`, with the memory it may use, its slot starting in `state`; with a
+    /// `limit`, a timer linked after it (`LINK_TIMEOUT`) cancels it once the limit has
+    /// passed. The kernel keeps that timer with the entry, and drops it when the entry
+    /// completes first: no cancel of ours, and no list of timers walked.
+    fn start(
+        &mut self, entry: io_uring_sqe, owned: Box<dyn Any>, state: State, limit: Option<Duration>,
+    ) -> u64 {
+        let (user_data, timer) = (self.next, self.next + 1); // the timer's number, if any
+        self.next += 2;
+        let entry = io_uring_sqe { user_data, ..entry };
+        let ts = limit.map(|limit| Box::new(__kernel_timespec::from(limit)));
+        // SAFETY: the entries point into `owned` (the promise of `submit`) and into the
+        // timespec, each of which stays in its slot, at the same address, until the
+        // entry's completion. A chain goes in one push.
+        let pushed = unsafe {
+            match &ts {
+                None => self.ring.push(&[entry]),
+                Some(ts) => {
+                    let link =
+                        io_uring_sqe::new(IORING_OP_LINK_TIMEOUT, -1, (&raw const **ts).cast(), 1);
+                    let entry = io_uring_sqe { flags: IOSQE_IO_LINK, ..entry };
+                    self.ring.push(&[entry, io_uring_sqe { user_data: timer, ..link }])
+                }
+            }
+        };
+        let state = match &pushed {
             Ok(()) => state,
             Err(error) => State::Done(-error.raw_os_error().unwrap_or(libc::EIO)), // not queued
         };
+        if let (Ok(()), Some(ts)) = (&pushed, ts) {
+            self.slots.insert(timer, Slot { state: State::Abandoned, owned: ts });
+        }
         self.slots.insert(user_data, Slot { state, owned });
         user_data
     }
@@ -114,7 +139,7 @@ impl Proactor {
             return self.slots.remove(&user_data);
         }
         slot.state = State::Abandoned;
-        self.start(io_uring_sqe::cancel(user_data), Box::new(()), State::Abandoned);
+        self.start(io_uring_sqe::cancel(user_data), Box::new(()), State::Abandoned, None);
         None
     }
 
@@ -135,7 +160,7 @@ pub fn close(fd: OwnedFd) {
     let _ = PROACTOR.try_with(|cell| {
         if let Some(proactor) = cell.borrow_mut().as_mut() {
             let close = io_uring_sqe::new(IORING_OP_CLOSE, fd.into_raw_fd(), std::ptr::null(), 0);
-            proactor.start(close, Box::new(()), State::Abandoned);
+            proactor.start(close, Box::new(()), State::Abandoned, None);
         }
     });
 }
@@ -146,10 +171,10 @@ pub fn close(fd: OwnedFd) {
 /// operation completes or `timeout` passes (`None`: no limit), reaps every completion,
 /// and wakes the tasks they belong to. One system call, however many operations.
 pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
-    let (mut woken, mut freed) = (Vec::new(), Vec::new());
-    with(|proactor| -> io::Result<()> {
+    let mut freed = Vec::new();
+    let mut woken = with(|proactor| -> io::Result<Vec<Waker>> {
         let submitted = proactor.ring.submit_and_wait(timeout)?;
-        let (slots, mut rung) = (&mut proactor.slots, false);
+        let (slots, woken, mut rung) = (&mut proactor.slots, &mut proactor.woken, false);
         let completed = proactor.ring.reap(|completion| {
             let Some(slot) = slots.get_mut(&completion.user_data) else {
                 rung |= completion.user_data == DOORBELL;
@@ -167,12 +192,13 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
             proactor.doorbell.drain(); // the tasks it was rung for are queued already
             proactor.watch_doorbell()?;
         }
-        Ok(())
+        Ok(std::mem::take(&mut proactor.woken))
     })?;
     // Woken, and freed, once the proactor is no longer borrowed: a waker may be anybody's
     // code, and freeing a file's last owner closes it, through the ring (`close`).
-    woken.into_iter().for_each(Waker::wake);
+    woken.drain(..).for_each(Waker::wake);
     drop(freed);
+    with(|proactor| proactor.woken = woken); // empty, its room kept for the next turn
     Ok(())
 }
 
@@ -203,9 +229,20 @@ pub struct Op<T> {
 /// The entry's pointers point into `owned` and nowhere else (or at memory that outlives
 /// every operation): nothing else is kept alive for the kernel.
 pub unsafe fn submit<T: 'static>(owned: T, build: impl FnOnce(&mut T) -> io_uring_sqe) -> Op<T> {
+    // SAFETY: the caller's promise, passed on.
+    unsafe { submit_within(owned, None, build) }
+}
+
+/// [`submit`], with a time limit: past it, the operation is cancelled (`-ECANCELED`).
+///
+/// # Safety
+/// As for [`submit`].
+pub unsafe fn submit_within<T: 'static>(
+    owned: T, limit: Option<Duration>, build: impl FnOnce(&mut T) -> io_uring_sqe,
+) -> Op<T> {
     let mut owned = Box::new(owned);
     let entry = build(&mut owned);
-    let user_data = with(|proactor| proactor.start(entry, owned, State::Waiting(None)));
+    let user_data = with(|proactor| proactor.start(entry, owned, State::Waiting(None), limit));
     Op { user_data, finished: false, owned: PhantomData }
 }
 

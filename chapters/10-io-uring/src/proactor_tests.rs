@@ -93,3 +93,34 @@ fn the_doorbell_ends_a_wait_from_another_thread() {
     ringer.join().expect("the other thread");
     assert!(started.elapsed() < Duration::from_secs(2), "woken at once: {:?}", started.elapsed());
 }
+
+#[test]
+fn an_operation_past_its_limit_is_cancelled_by_its_linked_timer() {
+    start(64).expect("io_uring");
+    let (ours, _peer) = UnixStream::pair().expect("socketpair");
+    let (ours, freed) = (Rc::new(ours), Rc::new(Cell::new(false)));
+    let owned = (ours.clone(), Tracked(freed.clone(), Vec::with_capacity(64)));
+    let started = Instant::now();
+    // SAFETY: the entry points into the buffer the operation owns.
+    let op = unsafe {
+        submit_within(owned, Some(Duration::from_millis(100)), |(socket, tracked)| {
+            let room = tracked.1.spare_capacity_mut();
+            io_uring_sqe::new(IORING_OP_RECV, socket.as_raw_fd(), room.as_mut_ptr().cast(), 64)
+        })
+    };
+    let mut op = std::pin::pin!(op);
+    let mut context = Context::from_waker(Waker::noop());
+    let mut result = None;
+    while result.is_none() && started.elapsed() < Duration::from_secs(3) {
+        if let Poll::Ready((received, _)) = op.as_mut().poll(&mut context) {
+            result = Some(received);
+        } else {
+            turn(Some(Duration::from_millis(50))).expect("turn");
+        }
+    }
+    let error = result.expect("completed").expect_err("cancelled, nothing came");
+    assert_eq!(error.raw_os_error(), Some(libc::ECANCELED));
+    assert!(started.elapsed() >= Duration::from_millis(90), "not before its limit");
+    turn_until(|| in_flight() == 0);
+    assert_eq!(in_flight(), 0, "the timer's slot, freed at its own completion");
+}
