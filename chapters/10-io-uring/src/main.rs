@@ -262,8 +262,8 @@ async fn accept(listener: Async<TcpListener>, server: Rc<Server>) {
         };
         match accepted {
             Ok(stream) => {
-                let (peer, fd) = (stream.peer_addr(), stream.as_raw_fd());
-                trace!("accept: client {} (fd {fd})", peer.map_or("?".into(), |p| p.to_string()));
+                let peer = || stream.peer_addr().map_or("?".into(), |peer| peer.to_string());
+                trace!("accept: client {} (fd {})", peer(), stream.as_raw_fd()); // peer(): traced only
                 spawn(connection::serve(Async::new(stream), server.clone()));
             }
             Err(error) if listener::is_out_of_descriptors(&error) => {

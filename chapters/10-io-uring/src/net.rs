@@ -12,7 +12,7 @@
 //! there: one more entry and completion per request, but no more system calls: both ride
 //! in the same `io_uring_enter`.
 
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd};
@@ -91,8 +91,8 @@ impl Async<TcpListener> {
 }
 
 thread_local! {
-    /// The chunk a receive lends the kernel, kept for the next: no allocation per request.
-    static SPARE: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+    /// Chunks receives lend the kernel, kept for the next ones: no allocation per request.
+    static SPARE: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
 }
 
 impl Async<TcpStream> {
@@ -112,7 +112,7 @@ impl Async<TcpStream> {
     /// owns, not into `buffer`: a receive dropped halfway loses no byte already there.
     pub async fn read_to(&self, buffer: &mut Vec<u8>) -> io::Result<usize> {
         self.ready(POLLIN).await?;
-        let mut chunk = SPARE.take();
+        let mut chunk = SPARE.with_borrow_mut(Vec::pop).unwrap_or_default();
         chunk.reserve(16 * 1024);
         // SAFETY: the entry points into the chunk's heap block, which the operation owns
         // (it stays put however the vector moves) and which the kernel only writes into.
@@ -128,7 +128,7 @@ impl Async<TcpStream> {
         unsafe { chunk.set_len(*received.as_ref().unwrap_or(&0) as usize) };
         buffer.extend_from_slice(&chunk);
         chunk.clear();
-        SPARE.set(chunk);
+        SPARE.with_borrow_mut(|spare| spare.push(chunk));
         received.map(|count| count as usize)
     }
 
