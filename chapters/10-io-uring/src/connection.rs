@@ -58,7 +58,7 @@ pub async fn serve(stream: Async<TcpStream>, server: Rc<Server>) {
     };
     match client.serve(&server).await {
         // We said `Connection: close`: linger, so that the answer is not lost (chapter 1).
-        Ok(()) => client.linger(&server).await,
+        Ok(()) => Box::pin(client.linger(&server)).await, // boxed: see `Client::serve`
         Err(error) => trace!("fd {}: {error}", client.stream.get_ref().as_raw_fd()),
     }
     trace!("fd {}: closed", client.stream.get_ref().as_raw_fd());
@@ -118,9 +118,11 @@ impl Client {
                 Action::Respond(response) => (response, None),
                 // An answer that must wait: the answers ready before it go out first, and
                 // the client is listened to meanwhile, so that it costs nothing once gone.
+                // Boxed: a task is as big as its biggest state, and every task, idle or not,
+                // would pay for the waits' futures (a fetch from the upstream is big).
                 wait => {
                     self.send(server).await?;
-                    self.listening(perform(wait, server)).await?
+                    self.listening(Box::pin(perform(wait, server))).await?
                 }
             };
             let keep_alive = self.respond(&response, framing, server);
