@@ -262,8 +262,9 @@ async fn accept(listener: Async<TcpListener>, server: Rc<Server>) {
         };
         match accepted {
             Ok(stream) => {
+                // The peer's address: a system call, made only when tracing.
                 let peer = || stream.peer_addr().map_or("?".into(), |peer| peer.to_string());
-                trace!("accept: client {} (fd {})", peer(), stream.as_raw_fd()); // peer(): traced only
+                trace!("accept: client {} (fd {})", peer(), stream.as_raw_fd());
                 spawn(connection::serve(Async::new(stream), server.clone()));
             }
             Err(error) if listener::is_out_of_descriptors(&error) => {

@@ -173,6 +173,7 @@ pub fn close(fd: OwnedFd) {
 pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
     let mut freed = Vec::new();
     let mut woken = with(|proactor| -> io::Result<Vec<Waker>> {
+        trace!("io_uring: waiting, timeout {timeout:?}");
         let submitted = proactor.ring.submit_and_wait(timeout)?;
         let (slots, woken, mut rung) = (&mut proactor.slots, &mut proactor.woken, false);
         let completed = proactor.ring.reap(|completion| {
