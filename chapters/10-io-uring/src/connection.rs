@@ -10,7 +10,7 @@
 //! wait for the disk, is dropped with it. While an answer waits, the client is listened
 //! to ([`Client::listening`]), so that one who leaves ends the task at once.
 
-use std::future::{self, Future};
+use std::future::Future;
 use std::io;
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsRawFd;
@@ -147,25 +147,22 @@ impl Client {
     /// its place in line, its connection to the upstream. A client that only shut its
     /// sending side (end-of-file) may still want its answers: we stop reading, and wait on.
     ///
-    /// New in chapter 10: the reading goes first in the race. A receive that has completed
-    /// holds bytes the kernel already took from the socket: dropped unread, they would be
-    /// lost (a readiness, in chapter 9, lost nothing). Polled first, it keeps them.
+    /// New in chapter 10: only the readiness races the wait. A poll holds no bytes, so
+    /// losing the race loses nothing; a receive, dropped once submitted, could take bytes
+    /// the kernel has already taken from the socket (a readiness, in chapter 9, never did).
+    /// So the receive itself is awaited to its end, outside the race.
     async fn listening<T>(&mut self, wait: impl Future<Output = T>) -> io::Result<T> {
-        let (stream, received) = (&self.stream, &mut self.received);
-        let listen = async {
-            while received.len() <= MAX_PENDING_OUTPUT {
-                match stream.read_to(received).await {
-                    Ok(0) => break,
-                    Ok(_) => {}
-                    Err(error) => return error,
-                }
+        let mut wait = pin!(wait);
+        while self.received.len() <= MAX_PENDING_OUTPUT {
+            match race(self.stream.readable(), wait.as_mut()).await {
+                Winner::First(ready) => ready?,
+                Winner::Second(output) => return Ok(output),
             }
-            future::pending().await // only the wait can end the race now
-        };
-        match race(listen, wait).await {
-            Winner::First(error) => Err(error),
-            Winner::Second(output) => Ok(output),
+            if self.stream.receive(&mut self.received).await? == 0 {
+                break; // half-closed: it may still want its answers
+            }
         }
+        Ok(wait.await) // only the wait can end it now
     }
     // ANCHOR_END: listening
 

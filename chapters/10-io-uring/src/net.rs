@@ -109,9 +109,20 @@ impl Async<TcpStream> {
 
     /// Waits for bytes, then receives what has arrived (up to 16 KiB) onto the end of
     /// `buffer`; 0 means the peer has closed. The kernel writes into a chunk the receive
-    /// owns, not into `buffer`: a receive dropped halfway loses no byte already there.
+    /// owns, not into `buffer`: a receive dropped halfway loses no byte already there
+    /// (though it may lose what it was receiving: see `connection.rs`'s `listening`).
     pub async fn read_to(&self, buffer: &mut Vec<u8>) -> io::Result<usize> {
-        self.ready(POLLIN).await?;
+        self.readable().await?;
+        self.receive(buffer).await
+    }
+
+    /// Waits until bytes are there (or the peer has closed): a poll, which holds nothing.
+    pub async fn readable(&self) -> io::Result<()> {
+        self.ready(POLLIN).await
+    }
+
+    /// Receives what is there now, as `read_to` does, without waiting for it first.
+    pub async fn receive(&self, buffer: &mut Vec<u8>) -> io::Result<usize> {
         let mut chunk = SPARE.with_borrow_mut(Vec::pop).unwrap_or_default();
         chunk.reserve(16 * 1024);
         // SAFETY: the entry points into the chunk's heap block, which the operation owns

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::io;
 use std::marker::PhantomData;
-use std::os::fd::{AsFd, AsRawFd, IntoRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
@@ -31,7 +31,8 @@ use nix::libc;
 use shared::self_pipe::SelfPipe;
 use shared::trace;
 
-use crate::ring::{__kernel_timespec, io_uring_sqe, Ring, IORING_OP_CLOSE};
+use crate::ring::IORING_OP_OPENAT2;
+use crate::ring::{__kernel_timespec, io_uring_sqe, Ring, IORING_OP_ACCEPT, IORING_OP_CLOSE};
 use crate::ring::{IORING_OP_LINK_TIMEOUT, IORING_OP_POLL_ADD, IOSQE_IO_LINK};
 
 // ANCHOR: proactor
@@ -50,6 +51,17 @@ enum State {
 struct Slot {
     state: State,
     owned: Box<dyn Any>,
+    opcode: u8,
+}
+
+impl Slot {
+    /// An abandoned operation that made a descriptor (an accept, an open, done as its task
+    /// left) hands it to nobody: it must be closed here, or it leaks.
+    fn orphan(&self, res: i32) -> Option<OwnedFd> {
+        let makes_one = matches!(self.opcode, IORING_OP_ACCEPT | IORING_OP_OPENAT2);
+        // SAFETY: a descriptor the kernel made for this operation, which nobody else has.
+        (makes_one && res >= 0).then(|| unsafe { OwnedFd::from_raw_fd(res) })
+    }
 }
 
 /// This thread's ring, and its operations by `user_data`: the number each entry carries
@@ -122,12 +134,14 @@ impl Proactor {
         };
         let state = match &pushed {
             Ok(()) => state,
+            Err(_) if matches!(state, State::Abandoned) => return user_data, // nobody waits
             Err(error) => State::Done(-error.raw_os_error().unwrap_or(libc::EIO)), // not queued
         };
         if let (Ok(()), Some(ts)) = (&pushed, ts) {
-            self.slots.insert(timer, Slot { state: State::Abandoned, owned: ts });
+            let opcode = IORING_OP_LINK_TIMEOUT;
+            self.slots.insert(timer, Slot { state: State::Abandoned, owned: ts, opcode });
         }
-        self.slots.insert(user_data, Slot { state, owned });
+        self.slots.insert(user_data, Slot { state, owned, opcode: entry.opcode });
         user_data
     }
 
@@ -135,8 +149,12 @@ impl Proactor {
     /// be freed), or else asked to cancel, and the memory kept until the completion.
     fn abandon(&mut self, user_data: u64) -> Option<Slot> {
         let slot = self.slots.get_mut(&user_data)?;
-        if let State::Done(_) = slot.state {
-            return self.slots.remove(&user_data);
+        if let State::Done(res) = slot.state {
+            let slot = self.slots.remove(&user_data)?;
+            if let Some(fd) = slot.orphan(res) {
+                self.close(fd);
+            }
+            return Some(slot);
         }
         slot.state = State::Abandoned;
         self.start(io_uring_sqe::cancel(user_data), Box::new(()), State::Abandoned, None);
@@ -157,12 +175,14 @@ impl Proactor {
 /// Closes `fd` through the ring; nobody waits for it. (At a thread's end, with the
 /// proactor gone, `fd` closes the usual way.)
 pub fn close(fd: OwnedFd) {
-    let _ = PROACTOR.try_with(|cell| {
-        if let Some(proactor) = cell.borrow_mut().as_mut() {
-            let close = io_uring_sqe::new(IORING_OP_CLOSE, fd.into_raw_fd(), std::ptr::null(), 0);
-            proactor.start(close, Box::new(()), State::Abandoned, None);
-        }
-    });
+    let _ = PROACTOR.try_with(|cell| cell.borrow_mut().as_mut().map(|proactor| proactor.close(fd)));
+}
+
+impl Proactor {
+    fn close(&mut self, fd: OwnedFd) {
+        let close = io_uring_sqe::new(IORING_OP_CLOSE, fd.into_raw_fd(), std::ptr::null(), 0);
+        self.start(close, Box::new(()), State::Abandoned, None);
+    }
 }
 // ANCHOR_END: start
 
@@ -171,7 +191,7 @@ pub fn close(fd: OwnedFd) {
 /// operation completes or `timeout` passes (`None`: no limit), reaps every completion,
 /// and wakes the tasks they belong to. One system call, however many operations.
 pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
-    let mut freed = Vec::new();
+    let (mut freed, mut orphans) = (Vec::new(), Vec::new());
     let mut woken = with(|proactor| -> io::Result<Vec<Waker>> {
         trace!("io_uring: waiting, timeout {timeout:?}");
         let submitted = proactor.ring.submit_and_wait(timeout)?;
@@ -184,11 +204,15 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
             match std::mem::replace(&mut slot.state, State::Done(completion.res)) {
                 State::Waiting(waker) => woken.extend(waker),
                 // The kernel is done with an abandoned operation's memory at last.
-                State::Abandoned => freed.extend(slots.remove(&completion.user_data)),
+                State::Abandoned => {
+                    orphans.extend(slot.orphan(completion.res));
+                    freed.extend(slots.remove(&completion.user_data));
+                }
                 State::Done(_) => {} // one completion per entry: never
             }
         })?;
         trace!("io_uring: submitted {submitted}, completed {completed}, one system call");
+        orphans.drain(..).for_each(|fd| proactor.close(fd));
         if rung {
             proactor.doorbell.drain(); // the tasks it was rung for are queued already
             proactor.watch_doorbell()?;
@@ -265,7 +289,7 @@ impl<T: 'static> Future for Op<T> {
                 State::Abandoned => unreachable!("only a dropped op is abandoned"),
             }
         });
-        let Some(Slot { state: State::Done(res), owned }) = done else { return Poll::Pending };
+        let Some(Slot { state: State::Done(res), owned, .. }) = done else { return Poll::Pending };
         self.finished = true;
         let owned = *owned.downcast::<T>().expect("an op gets back the memory it gave");
         let result = if res < 0 { Err(io::Error::from_raw_os_error(-res)) } else { Ok(res as u32) };

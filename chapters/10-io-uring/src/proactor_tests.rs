@@ -124,3 +124,30 @@ fn an_operation_past_its_limit_is_cancelled_by_its_linked_timer() {
     turn_until(|| in_flight() == 0);
     assert_eq!(in_flight(), 0, "the timer's slot, freed at its own completion");
 }
+
+#[test]
+fn a_descriptor_made_for_a_task_that_left_is_closed() {
+    // An accept (or an open) that completes as its future is dropped has made a descriptor
+    // nobody will take: the proactor must close it, or a client that leaves at the right
+    // moment leaks one each time.
+    use crate::ring::IORING_OP_ACCEPT;
+    use std::io::Read;
+    use std::net::{TcpListener, TcpStream};
+    start(64).expect("io_uring");
+    let listener = Rc::new(TcpListener::bind("127.0.0.1:0").expect("listener"));
+    let address = listener.local_addr().expect("address");
+    // SAFETY: an accept that asks for no address points at no memory.
+    let accept = unsafe {
+        submit(listener.clone(), |listener| {
+            io_uring_sqe::new(IORING_OP_ACCEPT, listener.as_raw_fd(), std::ptr::null(), 0)
+        })
+    };
+    let mut client = TcpStream::connect(address).expect("connect");
+    turn_until(|| {
+        with(|proactor| proactor.slots.values().any(|slot| matches!(slot.state, State::Done(_))))
+    });
+    drop(accept); // done, but never polled: its task left
+    turn_until(|| in_flight() == 0); // the close goes through the ring
+    client.set_read_timeout(Some(Duration::from_secs(3))).expect("timeout");
+    assert_eq!(client.read(&mut [0u8; 8]).expect("end of file, not a timeout"), 0);
+}
