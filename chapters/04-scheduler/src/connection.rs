@@ -181,6 +181,9 @@ impl Connection {
                 }
                 Parse::Incomplete => break, // wait for more bytes
             }
+            if self.pending_output() > MAX_PENDING {
+                self.send(); // now: taken whole, it would leave nothing to wake us for the rest
+            }
         }
         // Forget the answered requests; the rest waits for more bytes, or for room to answer.
         self.received.drain(..start);
