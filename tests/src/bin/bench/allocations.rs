@@ -32,6 +32,14 @@ pub struct AllocationCount {
 pub fn count(
     valgrind: &Path, load_program: &Path, target: &Target, site: &Site, requests: (u64, u64),
 ) -> Result<AllocationCount, String> {
+    // Tried and seen: under valgrind 3.19 chapter 10 never acts on its SIGTERM (so DHAT never
+    // writes its totals), and with two loops it loses requests. Valgrind does not follow
+    // io_uring (it cannot see what the kernel does in the rings), so we do not pretend to.
+    if target.name.starts_with("ch10") {
+        return Err(
+            "valgrind does not follow io_uring (under it the chapter ignores SIGTERM)".into()
+        );
+    }
     let (few, many) = requests;
     let (few_blocks, few_bytes) = run(valgrind, load_program, target, site, few)?;
     let (many_blocks, many_bytes) = run(valgrind, load_program, target, site, many)?;
