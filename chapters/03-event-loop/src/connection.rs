@@ -131,7 +131,17 @@ impl Connection {
     /// requests that arrived together get their answers in one `write`, usually.
     fn try_respond(&mut self, event_loop: &ServerLoop, server: &mut Server) {
         let mut start = 0; // where the next unanswered request begins in `received`
-        while self.state == State::Reading && self.pending_output() <= MAX_PENDING {
+        while self.state == State::Reading {
+            // Past the limit, send before answering more. If the socket takes it all, no
+            // writable event will come to bring us back to the requests still here; if it
+            // does not, stop: that event will.
+            if self.pending_output() > MAX_PENDING {
+                self.send();
+                if self.pending_output() > MAX_PENDING {
+                    break;
+                }
+                continue;
+            }
             match http::parse(&self.received[start..]) {
                 Parse::Complete { request, consumed } => {
                     start += consumed;
@@ -146,9 +156,6 @@ impl Connection {
                     self.respond(&Response::from_parse_error(error), Framing::CLOSE, server);
                 }
                 Parse::Incomplete => break, // wait for more bytes
-            }
-            if self.pending_output() > MAX_PENDING {
-                self.send(); // now: taken whole, it would leave nothing to wake us for the rest
             }
         }
         // Forget the answered requests; the rest waits for more bytes, or for room to answer.

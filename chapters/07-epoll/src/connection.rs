@@ -39,7 +39,8 @@ const MAX_DISCARD: usize = 1024 * 1024;
 /// How long a lingering connection waits for the client to fall silent: many round trips.
 const LINGER_QUIET: Duration = Duration::from_millis(500);
 
-/// Unsent output above which we stop reading and answering this client (backpressure).
+/// Backpressure: past this much unsent output we stop reading and answering this client;
+/// past this much received while a request waits, we stop reading.
 const MAX_PENDING: usize = 1024 * 1024;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -167,7 +168,17 @@ impl Connection {
     /// requests that arrived together get their answers in one `write`, usually.
     fn try_respond(&mut self, event_loop: &mut ServerLoop, token: Token, server: &mut Server) {
         let mut start = 0; // where the next unanswered request begins in `received`
-        while self.state == State::Reading && !self.busy() && self.pending_output() <= MAX_PENDING {
+        while self.state == State::Reading && !self.busy() {
+            // Past the limit, send before answering more. If the socket takes it all, no
+            // writable event will come to bring us back to the requests still here; if it
+            // does not, stop: that event will.
+            if self.pending_output() > MAX_PENDING {
+                self.send();
+                if self.pending_output() > MAX_PENDING {
+                    break;
+                }
+                continue;
+            }
             match http::parse(&self.received[start..]) {
                 Parse::Complete { request, consumed } => {
                     start += consumed;
@@ -185,9 +196,6 @@ impl Connection {
                     self.respond(&Response::from_parse_error(error), Framing::CLOSE, server);
                 }
                 Parse::Incomplete => break, // wait for more bytes
-            }
-            if self.pending_output() > MAX_PENDING {
-                self.send(); // now: taken whole, it would leave nothing to wake us for the rest
             }
         }
         // Forget the answered requests; the rest waits for more bytes, or for room to answer.

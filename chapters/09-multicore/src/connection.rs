@@ -31,8 +31,9 @@ use crate::sync::OnDrop;
 use crate::time::{sleep, timeout};
 use crate::{upstream, Server};
 
-/// Unsent output above which we send before answering more (backpressure).
-const MAX_PENDING_OUTPUT: usize = 1024 * 1024;
+/// Backpressure, as in chapters 3-7: past this much unsent output we send before answering
+/// more; past this much received and not yet answered, we stop reading.
+const MAX_PENDING: usize = 1024 * 1024;
 /// How much a client may still send after its last answer before we stop being polite.
 const MAX_DISCARD: usize = 1024 * 1024;
 /// How long a lingering close waits for more from the client. What it sent before it saw
@@ -132,7 +133,7 @@ impl Client {
             if !keep_alive {
                 return self.send(server).await;
             }
-            if self.out.len() > MAX_PENDING_OUTPUT {
+            if self.out.len() > MAX_PENDING {
                 self.send(server).await?;
             }
         }
@@ -149,7 +150,7 @@ impl Client {
     async fn listening<T>(&mut self, wait: impl Future<Output = T>) -> io::Result<T> {
         let (stream, received) = (&self.stream, &mut self.received);
         let listen = async {
-            while received.len() <= MAX_PENDING_OUTPUT {
+            while received.len() <= MAX_PENDING {
                 match stream.read_to(received).await {
                     Ok(0) => break,
                     Ok(_) => {}

@@ -31,8 +31,9 @@ use crate::sync::OnDrop;
 use crate::time::{sleep, timeout};
 use crate::{upstream, Server};
 
-/// Unsent output above which we send before answering more (backpressure).
-const MAX_PENDING_OUTPUT: usize = 1024 * 1024;
+/// Backpressure, as in chapters 3-7: past this much unsent output we send before answering
+/// more; past this much received and not yet answered, we stop reading.
+const MAX_PENDING: usize = 1024 * 1024;
 /// How much a client may still send after its last answer before we stop being polite.
 const MAX_DISCARD: usize = 1024 * 1024;
 /// How long a lingering close waits for more from the client. What it sent before it saw
@@ -132,7 +133,7 @@ impl Client {
             if !keep_alive {
                 return self.send(server).await;
             }
-            if self.out.len() > MAX_PENDING_OUTPUT {
+            if self.out.len() > MAX_PENDING {
                 self.send(server).await?;
             }
         }
@@ -148,12 +149,12 @@ impl Client {
     /// sending side (end-of-file) may still want its answers: we stop reading, and wait on.
     ///
     /// New in chapter 10: only the readiness races the wait. A poll holds no bytes, so
-    /// losing the race loses nothing; a receive, dropped once submitted, could take bytes
-    /// the kernel has already taken from the socket (a readiness, in chapter 9, never did).
-    /// So the receive itself is awaited to its end, outside the race.
+    /// losing the race loses nothing; a receive dropped once submitted could lose bytes the
+    /// kernel had already taken off the socket for it (a readiness, in chapter 9, never
+    /// could). So the receive itself is awaited to its end, outside the race.
     async fn listening<T>(&mut self, wait: impl Future<Output = T>) -> io::Result<T> {
         let mut wait = pin!(wait);
-        while self.received.len() <= MAX_PENDING_OUTPUT {
+        while self.received.len() <= MAX_PENDING {
             match race(self.stream.readable(), wait.as_mut()).await {
                 Winner::First(ready) => ready?,
                 Winner::Second(output) => return Ok(output),

@@ -121,7 +121,8 @@ impl Async<TcpStream> {
         self.ready(POLLIN).await
     }
 
-    /// Receives what is there now, as `read_to` does, without waiting for it first.
+    /// Receives, as `read_to` does, without a poll first: with nothing there yet, the
+    /// receive waits in the ring, holding its chunk, until bytes come.
     pub async fn receive(&self, buffer: &mut Vec<u8>) -> io::Result<usize> {
         let mut chunk = SPARE.with_borrow_mut(Vec::pop).unwrap_or_default();
         chunk.reserve(16 * 1024);

@@ -33,8 +33,8 @@ use crate::upstream::{self, Upstream};
 /// seconds later. One second leaves a wide margin on both sides for a busy machine.
 const GONE_WITHIN: Duration = Duration::from_secs(1);
 /// The sleep of the first departure, which tells a chapter that blocks in it from the
-/// others: twice [`GONE_WITHIN`], so that a `/stats` held up behind it misses the bound
-/// clearly, yet short, because chapters 1-3 wait it out.
+/// others: a `/stats` asked as it began is answered before its end, or the server sat in
+/// it. Long enough for a busy machine's margin, yet short, because chapters 1-3 wait it out.
 const FIRST_SLEEP: Duration = Duration::from_millis(2000);
 /// The clients that leave mid-sleep, and their sleep: long, so that a server that lets go
 /// of them only when their sleeps end is far past [`GONE_WITHIN`].

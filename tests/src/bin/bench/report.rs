@@ -81,8 +81,8 @@ pub fn markdown(run: &Run) -> String {
     header(&mut page, run);
     throughput(&mut page, run, &mut footnotes);
     idle(&mut page, run);
-    syscalls(&mut page, run);
-    allocations(&mut page, run);
+    syscalls(&mut page, run, &mut footnotes);
+    allocations(&mut page, run, &mut footnotes);
     let out = &mut page;
     let _ = writeln!(out, "\n### What each scenario shows\n");
     for result in &run.scenarios {
@@ -259,7 +259,7 @@ fn idle(out: &mut String, run: &Run) {
     });
 }
 
-fn syscalls(out: &mut String, run: &Run) {
+fn syscalls(out: &mut String, run: &Run, notes: &mut Vec<Note>) {
     let Some((scenario, seconds)) = &run.syscall_window else { return };
     let _ = writeln!(out, "\n### System calls per request\n");
     let _ = writeln!(
@@ -278,7 +278,8 @@ fn syscalls(out: &mut String, run: &Run) {
         let count = match count {
             Ok(count) => count,
             Err(why) => {
-                let _ = writeln!(out, "| {server} | – | – | not measured: {why} |");
+                let mark = mark(notes, "strace -c -f", server, format!("not measured: {why}"));
+                let _ = writeln!(out, "| {server} | –{mark} | – | |");
                 continue;
             }
         };
@@ -308,7 +309,7 @@ fn syscalls(out: &mut String, run: &Run) {
     }
 }
 
-fn allocations(out: &mut String, run: &Run) {
+fn allocations(out: &mut String, run: &Run, notes: &mut Vec<Note>) {
     if run.allocations.is_empty() {
         return;
     }
@@ -335,7 +336,9 @@ fn allocations(out: &mut String, run: &Run) {
                 );
             }
             Err(why) => {
-                let _ = writeln!(out, "| {server} | – | not measured: {why} |");
+                let mark =
+                    mark(notes, "valgrind --tool=dhat", server, format!("not measured: {why}"));
+                let _ = writeln!(out, "| {server} | –{mark} | – |");
             }
         }
     }

@@ -132,19 +132,23 @@ fn draw_client(
     }
     let dashed = r#"stroke-width="1.5" stroke-dasharray="3,2""#;
     canvas.line((due, y - 4.0), (due, y + HEIGHT + 4.0), INK, dashed);
-    if seen.answered.is_some() {
-        canvas.dot(right, y + HEIGHT / 2.0);
-    }
     // After the answer if there is room, else inside the bar, before the answer.
     let late = held_up.map(|ms| format!(" · held up {ms:.0} ms")).unwrap_or_default();
     let width = text_width(&words, 12.0) + text_width(&late, 12.0) * 1.1;
-    // Inside, a halo of the bar's colour keeps the dashed line from crossing the words.
+    // Inside, a patch of the bar's colour under the words keeps the dashed line from
+    // crossing them (it still shows above and below the bar).
     let (x, style) = if right + 10.0 + width <= WIDTH - 8.0 {
-        (right + 10.0, String::new())
+        (right + 10.0, "")
     } else {
-        let halo = format!(r#"stroke="{ACCEPTED}" stroke-width="4" paint-order="stroke""#);
-        (right - 10.0, format!(r#"text-anchor="end" {halo}"#))
+        // Within the bar: the bar's colour elsewhere would say the client was accepted.
+        let patch_left = (right - 14.0 - width).max(left);
+        let patch_width = (right - 6.0 - patch_left).max(0.0);
+        canvas.rect(patch_left, y + 3.0, patch_width, HEIGHT - 6.0, ACCEPTED);
+        (right - 10.0, r#"text-anchor="end""#)
     };
+    if seen.answered.is_some() {
+        canvas.dot(right, y + HEIGHT / 2.0); // over the patch
+    }
     let _ = writeln!(
         canvas.out,
         r#"<text x="{x:.1}" y="{:.1}" font-size="12" fill="{INK}" {style} xml:space="preserve">{}<tspan fill="{HELD_UP}" font-weight="bold">{}</tspan></text>"#,
