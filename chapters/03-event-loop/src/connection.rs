@@ -132,15 +132,11 @@ impl Connection {
     fn try_respond(&mut self, event_loop: &ServerLoop, server: &mut Server) {
         let mut start = 0; // where the next unanswered request begins in `received`
         while self.state == State::Reading {
-            // Past the limit, send before answering more. If the socket takes it all, no
-            // writable event will come to bring us back to the requests still here; if it
-            // does not, stop: that event will.
             if self.pending_output() > MAX_PENDING {
-                self.send();
-                if self.pending_output() > MAX_PENDING {
-                    break;
-                }
-                continue;
+                self.send(); // now: no writable event would follow a send that took it all
+            }
+            if self.pending_output() > MAX_PENDING {
+                break; // the socket is full: its writable event brings us back
             }
             match http::parse(&self.received[start..]) {
                 Parse::Complete { request, consumed } => {

@@ -39,8 +39,7 @@ const MAX_DISCARD: usize = 1024 * 1024;
 /// How long a lingering connection waits for the client to fall silent: many round trips.
 const LINGER_QUIET: Duration = Duration::from_millis(500);
 
-/// Backpressure: past this much unsent output we stop reading and answering this client;
-/// past this much received while a request waits, we stop reading.
+/// Backpressure: past this much unsent output, or input behind a waiting request, we stop.
 const MAX_PENDING: usize = 1024 * 1024;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -169,15 +168,11 @@ impl Connection {
     fn try_respond(&mut self, event_loop: &mut ServerLoop, token: Token, server: &mut Server) {
         let mut start = 0; // where the next unanswered request begins in `received`
         while self.state == State::Reading && !self.busy() {
-            // Past the limit, send before answering more. If the socket takes it all, no
-            // writable event will come to bring us back to the requests still here; if it
-            // does not, stop: that event will.
             if self.pending_output() > MAX_PENDING {
-                self.send();
-                if self.pending_output() > MAX_PENDING {
-                    break;
-                }
-                continue;
+                self.send(); // now: no writable event would follow a send that took it all
+            }
+            if self.pending_output() > MAX_PENDING {
+                break; // the socket is full: its writable event brings us back
             }
             match http::parse(&self.received[start..]) {
                 Parse::Complete { request, consumed } => {
@@ -348,8 +343,7 @@ impl Connection {
     ) {
         event_loop.with_handler(token, server, |connection: &mut Self, event_loop, _, server| {
             let Some((effect, framing)) = connection.effect.take() else { return };
-            // Stop what is left of it: the upstream's 504 timer, say.
-            effect.cancel(event_loop, server);
+            effect.cancel(event_loop, server); // what is left of it: the upstream's 504 timer
             connection.respond(&response, framing, server);
             if let Some(chunk) = first.filter(|chunk| !framing.head_only && chunk.length > 0) {
                 connection.start_download(chunk);
