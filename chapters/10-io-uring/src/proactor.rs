@@ -31,9 +31,8 @@ use nix::libc;
 use shared::self_pipe::SelfPipe;
 use shared::trace;
 
-use crate::ring::IORING_OP_OPENAT2;
 use crate::ring::{__kernel_timespec, io_uring_sqe, Ring, IORING_OP_ACCEPT, IORING_OP_CLOSE};
-use crate::ring::{IORING_OP_LINK_TIMEOUT, IORING_OP_POLL_ADD, IOSQE_IO_LINK};
+use crate::ring::{IORING_OP_LINK_TIMEOUT, IORING_OP_OPENAT2, IORING_OP_POLL_ADD, IOSQE_IO_LINK};
 
 // ANCHOR: proactor
 /// Where an operation is.
@@ -76,9 +75,9 @@ struct Proactor {
     woken: Vec<Waker>,
 }
 
-/// The doorbell's poll carries this instead of an operation's number, and a close that
-/// nobody waits for, this.
+/// The doorbell's poll carries this instead of an operation's number.
 const DOORBELL: u64 = u64::MAX;
+/// A close that nobody waits for carries this: its completion has no slot to find.
 const NOBODY: u64 = u64::MAX - 1;
 
 thread_local! {
