@@ -13,8 +13,9 @@ use suite::manifest::MANIFEST;
 use suite::probes::PROBES;
 
 /// Chapter 1's program, built as tests/suite.rs builds it, copied where the suite has
-/// never seen it. `None` (and the test says so) while chapter 1 does not exist.
-fn students_program() -> Option<PathBuf> {
+/// never seen it, for the test `test`. `None` (and the test says so) while chapter 1 does
+/// not exist.
+fn students_program(test: &str) -> Option<PathBuf> {
     let chapter = chapters::chapter(1).expect("chapter 1 is in CHAPTERS");
     if !chapter.is_present() {
         print_uncaptured("suite: SKIPPED command tests: no chapter 1 yet");
@@ -24,8 +25,9 @@ fn students_program() -> Option<PathBuf> {
     let built = chapter.binary(&build_dir).expect("chapter 1 builds");
     let folder = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("a student's server");
     std::fs::create_dir_all(&folder).expect("a folder for the copy");
-    // One file per test process: two test binaries copying onto one file would collide.
-    let copy = folder.join(format!("server-{}", std::process::id()));
+    // One file per test and process: a copy written over a program another test is
+    // starting makes that start fail ("Text file busy").
+    let copy = folder.join(format!("server-{}-{test}", std::process::id()));
     std::fs::copy(&built, &copy).expect("copy chapter 1's program");
     Some(copy)
 }
@@ -43,7 +45,7 @@ fn run_suite(program: &Path, args: &[&str]) -> Output {
 
 #[test]
 fn command_runs_a_server_the_suite_did_not_build() {
-    let Some(program) = students_program() else { return };
+    let Some(program) = students_program("command") else { return };
     let passing = run_suite(&program, &["--chapter", "1", "--only", "hello"]);
     let stdout = String::from_utf8_lossy(&passing.stdout);
     assert!(passing.status.success(), "{passing:?}");
@@ -69,7 +71,7 @@ fn command_runs_a_server_the_suite_did_not_build() {
 /// for one reason: the report says it once, at the top, and ends with the summary.
 #[test]
 fn a_shared_cause_is_said_once_at_the_top() {
-    let Some(program) = students_program() else { return };
+    let Some(program) = students_program("shared-cause") else { return };
     // Chapter 1's program, but for a `--root`, which it refuses as a student's might.
     let script = program.with_extension("refuses-root.sh");
     let quoted = format!("'{}'", program.display().to_string().replace('\'', r"'\''"));
