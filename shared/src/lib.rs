@@ -7,6 +7,7 @@
 //!
 //! - [`args`]: the command line every chapter accepts (`--port`, `--root`, `--trace`, ...).
 //! - [`listener`]: the listening socket, with the options real servers set.
+//! - [`buffer`]: a connection's buffer, consumed by an offset, and empty when idle.
 //! - [`http`]: an incremental HTTP/1.1 request parser and the response writer.
 //! - [`app`]: the demo application, a pure function from a request to what to do next.
 //! - [`files`]: serving files from `--root` without ever leaving it.
@@ -16,6 +17,7 @@
 
 pub mod app;
 pub mod args;
+pub mod buffer;
 pub mod files;
 pub mod http;
 pub mod listener;

@@ -180,6 +180,21 @@ fn interest_decides_which_callbacks_run() {
     assert!(state.log.is_empty(), "{:?}", state.log);
 }
 
+/// New in chapter 4: one that waits for nothing (a connection whose queue of pipelined
+/// requests is full, its first request waiting) still hears that its peer hung up, as a
+/// read, and only that: bytes to read it does not hear of.
+#[test]
+fn waiting_for_nothing_still_hears_a_hang_up() {
+    let mut event_loop = EventLoop::new();
+    let mut state = State::default();
+    let (_token, peer) = register_probe(&mut event_loop, "p", Interest::NONE, nothing());
+    event_loop.turn(Some(Duration::ZERO), &mut state).expect("turn");
+    assert!(state.log.is_empty(), "a byte waits, unasked for: {:?}", state.log);
+    drop(peer); // the client leaves
+    turn(&mut event_loop, &mut state);
+    assert_eq!(state.log, ["p readable"]);
+}
+
 #[test]
 fn interest_changed_earlier_in_the_turn_is_respected() {
     let mut event_loop = EventLoop::new();

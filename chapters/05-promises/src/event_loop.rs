@@ -147,10 +147,10 @@ impl<S: 'static> EventLoop<S> {
         //    a read may produce a response that the write then sends at once.
         for event in events {
             if event.readable {
-                self.call(event.token, true, state);
+                self.call(event.token, true, event.failed, state);
             }
             if event.writable {
-                self.call(event.token, false, state);
+                self.call(event.token, false, event.failed, state);
             }
         }
 
@@ -181,11 +181,15 @@ impl<S: 'static> EventLoop<S> {
 
     // ANCHOR: call
     /// Runs `on_readable` (or else `on_writable`) of `token`'s handler, if it still wants it.
-    fn call(&mut self, token: Token, readable: bool, state: &mut S) {
+    fn call(&mut self, token: Token, readable: bool, failed: bool, state: &mut S) {
         // `poll` reported this before the turn's first callback, which may since have
         // deregistered it or changed its interest: look again (Redis: `fe->mask & mask`).
         let Some(&Registration { interest, .. }) = self.registrations.get(&token) else { return };
-        if !(if readable { interest.readable } else { interest.writable }) {
+        // An error or a hang-up goes to one that reads no more too, as a read, which meets
+        // it (new in chapter 4: a client that leaves while its request waits, its pipeline
+        // too long to read more of, is gone at once, not once the wait is over).
+        let wanted = if readable { interest.readable } else { interest.writable };
+        if !(wanted || readable && failed) {
             return;
         }
         trace!("token {} {}", token.0, if readable { "readable" } else { "writable" });

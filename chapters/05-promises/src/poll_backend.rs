@@ -34,6 +34,8 @@ pub struct Event {
     pub token: Token,
     pub readable: bool,
     pub writable: bool,
+    /// An error or a hang-up (new in chapter 4): told even to one that waits for nothing.
+    pub failed: bool,
 }
 
 // ANCHOR: wait
@@ -47,12 +49,11 @@ pub fn wait<'fd>(
         let mut flags = PollFlags::empty();
         flags.set(PollFlags::POLLIN, interest.readable);
         flags.set(PollFlags::POLLOUT, interest.writable);
-        // Waiting for nothing: leave it out. `poll` reports errors and hang-ups even then,
-        // and a socket that has hung up would wake us on every turn.
-        if !flags.is_empty() {
-            fds.push(PollFd::new(fd, flags));
-            tokens.push(token); // `poll` answers by position in `fds`; we want tokens
-        }
+        // Waiting for nothing, it stays in: `poll` reports errors and hang-ups even then,
+        // and a client that leaves while we read no more from it must still be heard
+        // (new in chapter 4; see `EventLoop::call`).
+        fds.push(PollFd::new(fd, flags));
+        tokens.push(token); // `poll` answers by position in `fds`; we want tokens
     }
     trace!("poll: waiting on {} fds, timeout {timeout:?}", fds.len());
     // `None` waits as long as it takes; past `poll`'s range (24 days), as long as it may. In
@@ -69,7 +70,7 @@ pub fn wait<'fd>(
         let failed = revents.intersects(PollFlags::POLLERR | PollFlags::POLLHUP);
         let readable = failed || revents.contains(PollFlags::POLLIN);
         let writable = failed || revents.contains(PollFlags::POLLOUT);
-        (readable || writable).then_some(Event { token, readable, writable })
+        (readable || writable).then_some(Event { token, readable, writable, failed })
     });
     Ok(events.collect())
 }

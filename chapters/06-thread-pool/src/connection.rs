@@ -21,6 +21,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::time::{Duration, Instant};
 
 use shared::args::Config;
+use shared::buffer::Buffer;
 use shared::http::{self, response::Framing, Parse, Response};
 use shared::trace;
 
@@ -56,11 +57,11 @@ enum State {
 
 pub struct Connection {
     pub stream: TcpStream,
-    /// Bytes received and not yet parsed into a request.
-    received: Vec<u8>,
-    /// The response, and how much of it the kernel has accepted so far.
-    out: Vec<u8>,
-    written: usize,
+    /// Bytes received and not yet answered, and answers not yet sent. Each request or
+    /// part of an answer is consumed from the front; empty, they hold no memory (see
+    /// `shared::buffer`: an idle kept-alive client holds no buffer).
+    received: Buffer,
+    out: Buffer,
     state: State,
     /// The client shut its sending side (we read end-of-file).
     peer_closed: bool,
@@ -84,9 +85,8 @@ impl Connection {
     pub fn new(stream: TcpStream) -> Connection {
         Connection {
             stream,
-            received: Vec::new(),
-            out: Vec::new(),
-            written: 0,
+            received: Buffer::new(),
+            out: Buffer::new(),
             state: State::Reading,
             peer_closed: false,
             discarded: 0,
@@ -100,7 +100,7 @@ impl Connection {
     }
 
     fn pending_output(&self) -> usize {
-        self.out.len() - self.written
+        self.out.len()
     }
 
     /// A request is being answered later, or a file sent (`download`): those behind it wait.
@@ -166,7 +166,6 @@ impl Connection {
     /// Answers every whole request received so far, in order, and starts sending. Pipelined
     /// requests that arrived together get their answers in one `write`, usually.
     fn try_respond(&mut self, event_loop: &mut ServerLoop, token: Token, server: &mut Server) {
-        let mut start = 0; // where the next unanswered request begins in `received`
         while self.state == State::Reading && !self.busy() {
             if self.pending_output() > MAX_PENDING {
                 self.send(); // now: no writable event would follow a send that took it all
@@ -174,29 +173,24 @@ impl Connection {
             if self.pending_output() > MAX_PENDING {
                 break; // the socket is full: its writable event brings us back
             }
-            match http::parse(&self.received[start..]) {
+            match http::parse(&self.received) {
                 Parse::Complete { request, consumed } => {
-                    start += consumed;
                     let framing = Framing::for_request(&request);
                     match super::run_app(&request, event_loop, token, server) {
                         Reply::Now(response) => self.respond(&response, framing, server),
                         // Answered later (`answer`); those behind it wait in `received`.
                         Reply::Later(effect) => self.effect = Some((effect, framing)),
                     }
+                    self.received.consume(consumed); // answered, or its answer under way
                 }
                 // After a framing error we cannot tell where a next request would begin,
                 // so everything after it goes: answer, then close.
                 Parse::Invalid(error) => {
-                    start = self.received.len();
                     self.respond(&Response::from_parse_error(error), Framing::CLOSE, server);
+                    self.received.clear();
                 }
                 Parse::Incomplete => break, // wait for more bytes
             }
-        }
-        // Forget the answered requests; the rest waits for more bytes, or for room to answer.
-        self.received.drain(..start);
-        if start > 0 {
-            http::trim_buffer(&mut self.received); // a big request's megabytes go with it
         }
         // Try at once, not next turn: the output usually fits in the socket's send buffer.
         self.send();
@@ -220,11 +214,13 @@ impl Connection {
 
     /// Sends as much of the output as the kernel will take.
     fn send(&mut self) {
-        while self.written < self.out.len() {
-            match self.stream.write(&self.out[self.written..]) {
+        let mut sent = 0;
+        while !self.out.is_empty() {
+            match self.stream.write(&self.out) {
                 // A partial write is normal: the kernel took what fit. Loop for the rest.
                 Ok(count) if count > 0 => {
-                    self.written += count;
+                    self.out.consume(count);
+                    sent += count;
                     self.since = Instant::now(); // it took some: its send timeout restarts
                 }
                 Ok(_) => {
@@ -232,7 +228,7 @@ impl Connection {
                     return;
                 }
                 // The send buffer is full: stop; the loop calls `on_writable` when there is room.
-                Err(error) if error.kind() == io::ErrorKind::WouldBlock => return,
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => break,
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
                 Err(error) => {
                     // EPIPE or ECONNRESET: the client went away mid-response.
@@ -242,14 +238,10 @@ impl Connection {
                 }
             }
         }
-        if !self.out.is_empty() {
-            trace!("fd {}: response sent ({} bytes)", self.fd(), self.out.len());
-            // Keep the buffer for the next response, but not the megabytes of a big answer.
-            self.out.clear();
-            http::trim_buffer(&mut self.out);
-            self.written = 0;
+        if sent > 0 {
+            trace!("fd {}: sent {sent} bytes", self.fd());
         }
-        if self.state == State::Writing && self.download.is_none() {
+        if self.state == State::Writing && self.out.is_empty() && self.download.is_none() {
             self.start_lingering(); // all sent, a file's last chunk included
         }
     }

@@ -17,7 +17,6 @@ use std::io;
 use std::os::fd::BorrowedFd;
 use std::time::Duration;
 
-use nix::errno::Errno;
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags};
 
 use shared::trace;
@@ -50,29 +49,17 @@ fn event(token: Token, interest: Interest) -> EpollEvent {
 
 impl Poller for EpollBackend {
     fn add(&mut self, fd: BorrowedFd, token: Token, interest: Interest) -> io::Result<()> {
-        if interest == Interest::NONE {
-            return Ok(()); // see `modify`
-        }
         Ok(self.epoll.add(fd, event(token, interest))?)
     }
 
+    /// Waiting for nothing (`Interest::NONE`), it stays in the list: epoll reports errors
+    /// and hang-ups whatever was asked, as `poll` does, and those the loop must hear.
     fn modify(&mut self, fd: BorrowedFd, token: Token, interest: Interest) -> io::Result<()> {
-        // Waiting for nothing: out of the list. Asking epoll for no events is not enough,
-        // since errors and hang-ups are reported even then (as with `poll`).
-        if interest == Interest::NONE {
-            return self.delete(fd);
-        }
-        match self.epoll.modify(fd, &mut event(token, interest)) {
-            Err(Errno::ENOENT) => Ok(self.epoll.add(fd, event(token, interest))?), // back in
-            other => Ok(other?),
-        }
+        Ok(self.epoll.modify(fd, &mut event(token, interest))?)
     }
 
     fn delete(&mut self, fd: BorrowedFd) -> io::Result<()> {
-        match self.epoll.delete(fd) {
-            Ok(()) | Err(Errno::ENOENT) => Ok(()), // not in the list: waiting for nothing
-            Err(error) => Err(error.into()),
-        }
+        Ok(self.epoll.delete(fd)?)
     }
 
     /// The loop's list of registrations (`_watched`) is not needed: the kernel has its own.
@@ -91,6 +78,7 @@ impl Poller for EpollBackend {
                 token: Token(ready.data()),
                 readable: failed || flags.contains(EpollFlags::EPOLLIN),
                 writable: failed || flags.contains(EpollFlags::EPOLLOUT),
+                failed,
             }
         });
         Ok(events.collect())

@@ -33,6 +33,8 @@ pub struct Event {
     pub token: Token,
     pub readable: bool,
     pub writable: bool,
+    /// An error or a hang-up (new in chapter 4): told even to one that waits for nothing.
+    pub failed: bool,
 }
 
 /// New in chapter 7: the kernel's side of the loop, one implementation per mechanism, as

@@ -10,7 +10,7 @@
 //! wait for the disk, is dropped with it. While an answer waits, the client is listened
 //! to ([`Client::listening`]), so that one who leaves ends the task at once.
 
-use std::future::{self, Future};
+use std::future::Future;
 use std::io;
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsRawFd;
@@ -19,6 +19,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use shared::app::{self, Action};
+use shared::buffer::Buffer;
 use shared::files;
 use shared::http::{self, response::Framing, Parse, Response};
 use shared::trace;
@@ -49,8 +50,8 @@ pub async fn serve(stream: Async<TcpStream>, server: Rc<Server>) {
     let _open = OnDrop(|| server.connections_open.set(server.connections_open.get() - 1));
     let mut client = Client {
         stream,
-        received: Vec::new(),
-        out: Vec::new(),
+        received: Buffer::new(),
+        out: Buffer::new(),
         since: Instant::now(),
         kept_alive: false,
     };
@@ -65,10 +66,11 @@ pub async fn serve(stream: Async<TcpStream>, server: Rc<Server>) {
 
 struct Client {
     stream: Async<TcpStream>,
-    /// Bytes received and not yet answered.
-    received: Vec<u8>,
-    /// Answers not yet sent.
-    out: Vec<u8>,
+    /// Bytes received and not yet answered, and answers not yet sent, each consumed from the
+    /// front as it is answered or sent. Empty, they hold no memory (`shared::buffer`): an
+    /// idle client costs its task and its socket, no buffer.
+    received: Buffer,
+    out: Buffer,
     /// When the client's clock started: at connect, when it last had an answer, or when its
     /// next request began. Its request must be in within its time from here (see
     /// `read_request`), however slowly it trickles in: each read does not restart it.
@@ -104,8 +106,7 @@ impl Client {
                     continue;
                 }
             };
-            self.received.drain(..consumed);
-            http::trim_buffer(&mut self.received); // a big request's room goes back
+            self.received.consume(consumed); // by an offset: the bytes behind it stay put
             let (response, file) = match action {
                 Action::Respond(response) => (response, None),
                 // An answer that must wait: the answers ready before it go out first, and
@@ -148,7 +149,9 @@ impl Client {
                     Err(error) => return error,
                 }
             }
-            future::pending().await // only the wait can end the race now
+            // Reading no more (too much is queued, or the client half-closed): only the
+            // wait, or the client leaving for good (a reset), can end it now.
+            stream.departed().await
         };
         match race(wait, listen).await {
             Winner::First(output) => Ok(output),
@@ -241,19 +244,21 @@ impl Client {
     /// Sends all the output, with `--send-timeout` between any two writes that make progress.
     async fn send(&mut self, server: &Server) -> io::Result<()> {
         let mut sent = 0;
-        while sent < self.out.len() {
-            match timeout(server.config.send_timeout, self.stream.write(&self.out[sent..])).await {
-                Ok(written) => sent += written?,
+        while !self.out.is_empty() {
+            match timeout(server.config.send_timeout, self.stream.write(&self.out)).await {
+                Ok(written) => {
+                    let written = written?;
+                    self.out.consume(written); // emptied, it gives its memory back
+                    sent += written;
+                }
                 Err(_elapsed) => return Err(io::ErrorKind::TimedOut.into()),
             }
         }
-        if !self.out.is_empty() {
-            trace!("fd {}: response sent ({sent} bytes)", self.stream.get_ref().as_raw_fd());
+        if sent > 0 {
+            trace!("fd {}: sent {sent} bytes", self.stream.get_ref().as_raw_fd());
             self.since = Instant::now(); // answered: the clock for its next request starts
             self.kept_alive = true;
         }
-        self.out.clear();
-        http::trim_buffer(&mut self.out); // the megabytes of a big answer go back
         Ok(())
     }
 

@@ -15,6 +15,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsFd;
 use std::task::{ready, Poll};
 
+use shared::buffer::Buffer;
 use shared::upstream;
 
 use crate::executor;
@@ -101,7 +102,7 @@ impl Async<TcpStream> {
     /// closed. The bytes land in the thread's scratch array first: an array held across an
     /// `.await` is stored in the task (10,000 idle tasks would carry one each), and one made
     /// for each read would be 16 KiB to zero every time.
-    pub async fn read_to(&self, buffer: &mut Vec<u8>) -> io::Result<usize> {
+    pub async fn read_to(&self, buffer: &mut Buffer) -> io::Result<usize> {
         let count = self
             .read_with(|stream| {
                 SCRATCH.with_borrow_mut(|chunk| {
@@ -117,6 +118,16 @@ impl Async<TcpStream> {
             self.source.clear(Direction::Read);
         }
         Ok(count)
+    }
+
+    /// Waits until the peer leaves with a reset (or the socket fails), and says why: how
+    /// a task that has stopped reading still learns that its client is gone.
+    pub async fn departed(&self) -> io::Error {
+        poll_fn(|cx| self.source.poll_failed(cx)).await;
+        match self.inner.take_error() {
+            Ok(Some(error)) | Err(error) => error,
+            Ok(None) => io::ErrorKind::ConnectionReset.into(), // hung up, with no error kept
+        }
     }
 
     pub async fn write(&self, bytes: &[u8]) -> io::Result<usize> {

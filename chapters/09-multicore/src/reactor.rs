@@ -143,6 +143,25 @@ impl Source {
         }
     }
 
+    /// `Ready` once the socket has failed (a reset, say): a task that has stopped reading
+    /// still learns that its peer is gone. It waits with the writers, whom an error wakes
+    /// too; woken for room to write, it looks, and waits again.
+    pub fn poll_failed(self, cx: &mut Context) -> Poll<()> {
+        let failed = with(|reactor| {
+            let Some(source) = reactor.sources.get_mut(&self) else { return Ok(true) };
+            let writers = &mut source[Direction::Write as usize];
+            if !writers.waiters.iter().any(|waiter| waiter.will_wake(cx.waker())) {
+                writers.waiters.push(cx.waker().clone());
+            }
+            Ok(writers.closed)
+        });
+        if failed.unwrap_or(true) {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+
     /// The socket said it has nothing more (`EAGAIN`, or a read or write that did less than
     /// asked): not ready, until epoll says it is again. Unless the peer has hung up: then
     /// a read that got the last bytes is followed by the end-of-file, with no event between.

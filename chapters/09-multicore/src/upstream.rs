@@ -4,6 +4,7 @@
 
 use std::net::{SocketAddr, TcpStream};
 
+use shared::buffer::Buffer;
 use shared::http::Response;
 use shared::upstream::{self, ResponseReader, UpstreamParse};
 
@@ -20,7 +21,7 @@ pub async fn fetch(address: SocketAddr, path_and_query: &str, slots: &Semaphore)
         let cannot = |_| upstream::bad_gateway("could not reach the upstream");
         let stream = Async::<TcpStream>::connect(address).await.map_err(cannot)?;
         stream.write_all(&upstream::request(path_and_query, address)).await.map_err(cannot)?;
-        let (mut reader, mut received) = (ResponseReader::new(), Vec::new());
+        let (mut reader, mut received) = (ResponseReader::new(), Buffer::new());
         loop {
             received.clear();
             let _ = stream.read_to(&mut received).await; // a reset ends it, as an end does

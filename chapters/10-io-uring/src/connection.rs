@@ -20,6 +20,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use shared::app::{self, Action};
+use shared::buffer::Buffer;
 use shared::files;
 use shared::http::{self, response::Framing, Parse, Response};
 use shared::trace;
@@ -52,8 +53,8 @@ pub async fn serve(stream: Async<TcpStream>, server: Rc<Server>) {
     });
     let mut client = Client {
         stream,
-        received: Vec::new(),
-        out: Vec::new(),
+        received: Buffer::new(),
+        out: Buffer::new(),
         since: Instant::now(),
         kept_alive: false,
     };
@@ -68,10 +69,11 @@ pub async fn serve(stream: Async<TcpStream>, server: Rc<Server>) {
 
 struct Client {
     stream: Async<TcpStream>,
-    /// Bytes received and not yet answered.
-    received: Vec<u8>,
-    /// Answers not yet sent.
-    out: Vec<u8>,
+    /// Bytes received and not yet answered, and answers not yet sent, each consumed from the
+    /// front as it is answered or sent. Empty, they hold no memory (`shared::buffer`): an
+    /// idle client costs its task and its socket, no buffer.
+    received: Buffer,
+    out: Buffer,
     /// When the client's clock started: at connect, when it last had an answer, or when its
     /// next request began. Its request must be in within its time from here (see
     /// `read_request`), however slowly it trickles in: each read does not restart it.
@@ -113,8 +115,7 @@ impl Client {
                     continue;
                 }
             };
-            self.received.drain(..consumed);
-            http::trim_buffer(&mut self.received); // a big request's room goes back
+            self.received.consume(consumed); // by an offset: the bytes behind it stay put
             let (response, file) = match action {
                 Action::Respond(response) => (response, None),
                 // An answer that must wait: the answers ready before it go out first, and
@@ -159,11 +160,18 @@ impl Client {
                 Winner::First(ready) => ready?,
                 Winner::Second(output) => return Ok(output),
             }
-            if self.stream.receive(&mut self.received).await? == 0 {
-                break; // half-closed: it may still want its answers
+            match self.stream.receive(&mut self.received).await {
+                Ok(0) => break, // half-closed: it may still want its answers
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {} // see `receive`
+                received => drop(received?),
             }
         }
-        Ok(wait.await) // only the wait can end it now
+        // Reading no more (too much is queued, or the client half-closed): only the wait,
+        // or the client leaving for good (a reset), can end it now.
+        match race(wait, self.stream.departed()).await {
+            Winner::First(output) => Ok(output),
+            Winner::Second(error) => Err(error),
+        }
     }
     // ANCHOR_END: listening
 
@@ -251,22 +259,21 @@ impl Client {
     /// Sends all the output, with `--send-timeout` between any two writes that make progress.
     async fn send(&mut self, server: &Server) -> io::Result<()> {
         let mut sent = 0;
-        while sent < self.out.len() {
+        while !self.out.is_empty() {
             // The output goes to the kernel and comes back (if this is dropped, it does
             // not: but then the connection is over). The time limit goes with it.
             let limit = Some(server.config.send_timeout);
             let written;
-            (written, self.out) =
-                self.stream.send(std::mem::take(&mut self.out), sent, limit).await;
-            sent += written?;
+            (written, self.out) = self.stream.send(std::mem::take(&mut self.out), limit).await;
+            let written = written?;
+            self.out.consume(written); // emptied, it gives its memory back
+            sent += written;
         }
-        if !self.out.is_empty() {
-            trace!("fd {}: response sent ({sent} bytes)", self.stream.get_ref().as_raw_fd());
+        if sent > 0 {
+            trace!("fd {}: sent {sent} bytes", self.stream.get_ref().as_raw_fd());
             self.since = Instant::now(); // answered: the clock for its next request starts
             self.kept_alive = true;
         }
-        self.out.clear();
-        http::trim_buffer(&mut self.out); // the megabytes of a big answer go back
         Ok(())
     }
 

@@ -23,7 +23,7 @@ mod upstream;
 
 use std::cell::RefCell;
 use std::io;
-use std::net::TcpListener;
+use std::net::{TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -177,12 +177,12 @@ fn run_loop(
 
     let mut executor = Executor::new().unwrap_or_else(|error| fail("start the executor", error));
     let mut shutdown_deadline = None;
-    loop {
+    let open = loop {
         if server.shutdown.is_set() {
             let deadline = *shutdown_deadline.get_or_insert_with(|| Instant::now() + GRACE_PERIOD);
             let open = server.counters().connections_open.load(Ordering::Relaxed);
             if open == 0 || Instant::now() >= deadline {
-                return open; // read now: dropping the executor drops the tasks still open
+                break open; // read now: dropping the executor drops the tasks still open
             }
         }
         let timeout = shutdown_deadline
@@ -193,7 +193,14 @@ fn run_loop(
         let counters = server.counters();
         counters.loop_turns.store(executor::turns(), Ordering::Relaxed);
         counters.timers_pending.store(time::pending() as u64, Ordering::Relaxed);
-    }
+    };
+    // New: the tasks go, and each operation they had in flight asks to be cancelled; the
+    // ring then takes those cancels, and what the operations held (the listener, clients'
+    // sockets) closes now. Left for the process's exit, a listener would go on accepting
+    // clients nobody answers while the other loops finish.
+    drop(executor);
+    proactor::finish(Duration::from_secs(1));
+    open
 }
 // ANCHOR_END: run_loop
 
@@ -262,10 +269,17 @@ async fn accept(listener: Async<TcpListener>, server: Rc<Server>) {
         };
         match accepted {
             Ok(stream) => {
-                // The peer's address: a system call, made only when tracing.
-                let peer = || stream.peer_addr().map_or("?".into(), |peer| peer.to_string());
-                trace!("accept: client {} (fd {})", peer(), stream.as_raw_fd());
-                spawn(connection::serve(Async::new(stream), server.clone()));
+                let serve = |stream: TcpStream| {
+                    // The peer's address: a system call, made only when tracing.
+                    let peer = || stream.peer_addr().map_or("?".into(), |peer| peer.to_string());
+                    trace!("accept: client {} (fd {})", peer(), stream.as_raw_fd());
+                    spawn(connection::serve(Async::new(stream), server.clone()));
+                };
+                serve(stream);
+                // Clients that came in a burst wait behind it: up to 31 more, at once (the
+                // listener does not block), rather than one an operation, and a turn, each.
+                let more = (1..32).map_while(|_| listener.get_ref().accept().ok());
+                more.for_each(|(stream, _)| serve(stream));
             }
             Err(error) if listener::is_out_of_descriptors(&error) => {
                 // The listener stays ready while clients wait: try again in a while, rather

@@ -12,7 +12,6 @@
 //! there: one more entry and completion per request, but no more system calls: both ride
 //! in the same `io_uring_enter`.
 
-use std::cell::RefCell;
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd};
@@ -21,6 +20,7 @@ use std::time::Duration;
 
 use nix::libc::{self, POLLIN, POLLOUT};
 
+use shared::buffer::{Buffer, Pool};
 use shared::upstream;
 
 use crate::proactor::{submit, submit_within};
@@ -90,9 +90,12 @@ impl Async<TcpListener> {
     }
 }
 
+const CHUNK: usize = 16 * 1024;
+
 thread_local! {
-    /// Chunks receives lend the kernel, kept for the next ones: no allocation per request.
-    static SPARE: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+    /// Chunks receives lend the kernel, kept for the next ones: no allocation per request,
+    /// and no more kept than 64 (1 MiB): the rest of a burst's chunks are freed.
+    static CHUNKS: Pool = const { Pool::new(CHUNK, 64) };
 }
 
 impl Async<TcpStream> {
@@ -111,9 +114,28 @@ impl Async<TcpStream> {
     /// `buffer`; 0 means the peer has closed. The kernel writes into a chunk the receive
     /// owns, not into `buffer`: a receive dropped halfway loses no byte already there
     /// (though it may lose what it was receiving: see `connection.rs`'s `listening`).
-    pub async fn read_to(&self, buffer: &mut Vec<u8>) -> io::Result<usize> {
-        self.readable().await?;
-        self.receive(buffer).await
+    pub async fn read_to(&self, buffer: &mut Buffer) -> io::Result<usize> {
+        loop {
+            self.readable().await?;
+            match self.receive(buffer).await {
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {} // see `receive`
+                result => return result,
+            }
+        }
+    }
+
+    /// Waits until the client leaves with a reset (or the socket fails): how a task that
+    /// has stopped reading still learns that its client is gone. A poll for no event: the
+    /// kernel reports errors and hang-ups whatever was asked. A client that only shut its
+    /// sending side (end-of-file) has not left: it may still want its answers.
+    pub async fn departed(&self) -> io::Error {
+        if let Err(error) = self.ready(0).await {
+            return error;
+        }
+        match self.inner.take_error() {
+            Ok(Some(error)) | Err(error) => error,
+            Ok(None) => std::future::pending().await, // half-closed: wait on
+        }
     }
 
     /// Waits until bytes are there (or the peer has closed): a poll, which holds nothing.
@@ -121,44 +143,43 @@ impl Async<TcpStream> {
         self.ready(POLLIN).await
     }
 
-    /// Receives, as `read_to` does, without a poll first: with nothing there yet, the
-    /// receive waits in the ring, holding its chunk, until bytes come.
-    pub async fn receive(&self, buffer: &mut Vec<u8>) -> io::Result<usize> {
-        let mut chunk = SPARE.with_borrow_mut(Vec::pop).unwrap_or_default();
-        chunk.reserve(16 * 1024);
+    /// Receives what has arrived, after `readable`, onto the end of `buffer`. It never
+    /// waits in the ring (`MSG_DONTWAIT`): with nothing there after all, it says
+    /// `WouldBlock`, and the caller waits for readiness again. A poll can say "readable"
+    /// for bytes no receive returns (an urgent byte, TCP's `MSG_OOB`): a receive that then
+    /// waited for ordinary data would wait outside every timeout, holding its answer.
+    pub async fn receive(&self, buffer: &mut Buffer) -> io::Result<usize> {
         // SAFETY: the entry points into the chunk's heap block, which the operation owns
         // (it stays put however the vector moves) and which the kernel only writes into.
         let receive = unsafe {
-            submit((self.inner.clone(), chunk), |(stream, chunk)| {
+            submit((self.inner.clone(), CHUNKS.with(Pool::take)), |(stream, chunk)| {
                 let room = chunk.spare_capacity_mut();
                 let start = room.as_mut_ptr().cast();
-                io_uring_sqe::new(IORING_OP_RECV, stream.as_raw_fd(), start, room.len() as u32)
+                let fd = stream.as_raw_fd();
+                let entry = io_uring_sqe::new(IORING_OP_RECV, fd, start, room.len() as u32);
+                entry.with(libc::MSG_DONTWAIT as u32, 0)
             })
         };
         let (received, (_, mut chunk)) = receive.await;
         // SAFETY: the kernel wrote this many bytes at the start of the chunk's room.
         unsafe { chunk.set_len(*received.as_ref().unwrap_or(&0) as usize) };
         buffer.extend_from_slice(&chunk);
-        chunk.clear();
-        SPARE.with_borrow_mut(|spare| spare.push(chunk));
+        CHUNKS.with(|chunks| chunks.give_back(chunk));
         received.map(|count| count as usize)
     }
 
-    /// Sends `buffer[from..]`, or the first part of it, within `limit`: how much, and the
-    /// buffer back. `MSG_NOSIGNAL`: a peer that left gives `EPIPE`, not a `SIGPIPE`.
+    /// Sends what `buffer` holds, or the first part of it, within `limit`: how much, and
+    /// the buffer back (the caller consumes what was sent). `MSG_NOSIGNAL`: a peer that
+    /// left gives `EPIPE`, not a `SIGPIPE`.
     pub async fn send(
-        &self, buffer: Vec<u8>, from: usize, limit: Option<Duration>,
-    ) -> (io::Result<usize>, Vec<u8>) {
+        &self, buffer: Buffer, limit: Option<Duration>,
+    ) -> (io::Result<usize>, Buffer) {
         // SAFETY: the entry points into the buffer's heap block, which the operation owns.
         let send = unsafe {
             submit_within((self.inner.clone(), buffer), limit, |(stream, buffer)| {
-                let rest = &buffer[from..];
-                let entry = io_uring_sqe::new(
-                    IORING_OP_SEND,
-                    stream.as_raw_fd(),
-                    rest.as_ptr(),
-                    rest.len() as u32,
-                );
+                let fd = stream.as_raw_fd();
+                let entry =
+                    io_uring_sqe::new(IORING_OP_SEND, fd, buffer.as_ptr(), buffer.len() as u32);
                 entry.with(libc::MSG_NOSIGNAL as u32, 0)
             })
         };
@@ -170,14 +191,15 @@ impl Async<TcpStream> {
         (sent.map(|count| count as usize).map_err(timed_out), buffer)
     }
 
-    pub async fn write_all(&self, mut bytes: Vec<u8>) -> io::Result<()> {
-        let mut sent = 0;
-        while sent < bytes.len() {
+    pub async fn write_all(&self, bytes: &[u8]) -> io::Result<()> {
+        let mut buffer = Buffer::new();
+        buffer.extend_from_slice(bytes); // the kernel's copy, owned by the sends
+        while !buffer.is_empty() {
             let count;
-            (count, bytes) = self.send(bytes, sent, None).await;
+            (count, buffer) = self.send(buffer, None).await;
             match count? {
                 0 => return Err(io::ErrorKind::WriteZero.into()),
-                count => sent += count, // a partial send is normal: go on
+                count => buffer.consume(count), // a partial send is normal: go on
             }
         }
         Ok(())

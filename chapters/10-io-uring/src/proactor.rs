@@ -24,7 +24,7 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nix::libc;
 
@@ -231,9 +231,24 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
     Ok(())
 }
 
-/// A loop that ends with operations in flight: the kernel cancels them when the ring
-/// closes, but may write into their memory until then. So that memory is leaked, never
-/// freed: at the end of a thread, the lesser harm.
+/// Ends this thread's ring, once its tasks are gone: each operation they had in flight
+/// asked to be cancelled as it was dropped, and those cancels are only queued. So, as
+/// tokio-uring's driver does, turn until every operation has completed (its memory freed,
+/// a descriptor it held closed), or `bound` has passed; then drop the ring.
+pub fn finish(bound: Duration) {
+    let deadline = Instant::now() + bound;
+    while with(|proactor| !proactor.slots.is_empty()) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || turn(Some(left)).is_err() {
+            break;
+        }
+    }
+    PROACTOR.with(|cell| drop(cell.take()));
+}
+
+/// What is still in flight when the ring goes (past `finish`'s bound): the kernel cancels
+/// it as the ring closes, but may write into its memory until then. So that memory is
+/// leaked, never freed: at the end of a loop, the lesser harm.
 impl Drop for Proactor {
     fn drop(&mut self) {
         std::mem::take(&mut self.slots).into_values().for_each(|slot| std::mem::forget(slot.owned));
@@ -249,6 +264,8 @@ pub struct Op<T> {
     user_data: u64,
     finished: bool,
     owned: PhantomData<fn() -> T>, // in the slot, not here: this future may be dropped
+    /// The slot is in this thread's ring: a raw pointer makes an `Op` `!Send`.
+    on_this_thread: PhantomData<*const ()>,
 }
 
 /// Starts an operation: `build` makes its entry from `owned`, already boxed where it will
@@ -272,7 +289,7 @@ pub unsafe fn submit_within<T: 'static>(
     let mut owned = Box::new(owned);
     let entry = build(&mut owned);
     let user_data = with(|proactor| proactor.start(entry, owned, State::Waiting(None), limit));
-    Op { user_data, finished: false, owned: PhantomData }
+    Op { user_data, finished: false, owned: PhantomData, on_this_thread: PhantomData }
 }
 
 impl<T: 'static> Future for Op<T> {

@@ -152,3 +152,40 @@ fn a_descriptor_made_for_a_task_that_left_is_closed() {
     client.set_read_timeout(Some(Duration::from_secs(3))).expect("timeout");
     assert_eq!(client.read(&mut [0u8; 8]).expect("end of file, not a timeout"), 0);
 }
+
+#[test]
+fn a_loop_that_ends_closes_what_its_operations_held() {
+    // A listener's task is dropped as its loop ends, its accept still in the ring. Unless
+    // the ring takes the cancel before it goes, the accept holds the listener open, and the
+    // kernel goes on queueing clients on it that nobody will answer.
+    use crate::ring::IORING_OP_ACCEPT;
+    use std::net::{TcpListener, TcpStream};
+    start(64).expect("io_uring");
+    let listener = Rc::new(TcpListener::bind("127.0.0.1:0").expect("listener"));
+    let address = listener.local_addr().expect("address");
+    // SAFETY: an accept that asks for no address points at no memory.
+    let accept = unsafe {
+        submit(listener, |listener| {
+            io_uring_sqe::new(IORING_OP_ACCEPT, listener.as_raw_fd(), std::ptr::null(), 0)
+        })
+    };
+    turn(Some(Duration::ZERO)).expect("turn"); // the accept is in the kernel now
+    drop(accept); // the loop ends: its tasks go, and this asks to be cancelled
+    finish(Duration::from_secs(3));
+    let refused = TcpStream::connect(address).expect_err("the listener is closed");
+    assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
+    assert!(PROACTOR.with(|cell| cell.borrow().is_none()), "the ring is gone");
+}
+
+/// `Op` is not `Send`: its slot is in one thread's ring. (The same trick as the
+/// static_assertions crate: were `Op` `Send`, both impls would apply and the call below
+/// would be ambiguous, and would not compile.)
+#[test]
+fn an_operation_stays_on_its_thread() {
+    trait AmbiguousIfSend<A> {
+        fn check() {}
+    }
+    impl<T: ?Sized> AmbiguousIfSend<()> for T {}
+    impl<T: ?Sized + Send> AmbiguousIfSend<u8> for T {}
+    <Op<()> as AmbiguousIfSend<_>>::check();
+}

@@ -281,16 +281,14 @@ impl Ring {
     }
 
     /// The loop's one system call: submits every queued entry, and waits until a request
-    /// has completed or `timeout` passes (`None`: no limit). A signal (`EINTR`), the
-    /// timeout (`ETIME`), or completions we have not made room for (`EBUSY`) end the wait
-    /// early: the caller reaps what there is, and turns again. Returns how many it took.
+    /// has completed or `timeout` passes (`None`: no limit). Returns how many it took. An
+    /// error means it took none (having taken some, the kernel says how many instead): a
+    /// signal (`EINTR`), the timeout (`ETIME`) or a passing shortage of memory (`EAGAIN`)
+    /// end the wait early; the caller reaps what there is, and turns again.
     pub fn submit_and_wait(&mut self, timeout: Option<Duration>) -> io::Result<u32> {
-        let queued = self.queued();
         match self.enter(1, IORING_ENTER_GETEVENTS, timeout) {
-            Err(error) if matches!(error.raw_os_error(), Some(libc::EINTR | libc::ETIME)) => {
-                Ok(queued - self.queued()) // taken before the wait was cut short
-            }
-            Err(error) if error.raw_os_error() == Some(libc::EBUSY) => Ok(0),
+            Err(error) if matches!(error.raw_os_error(), Some(libc::EINTR | libc::ETIME)) => Ok(0),
+            Err(error) if error.raw_os_error() == Some(libc::EAGAIN) => Ok(0),
             result => result,
         }
     }

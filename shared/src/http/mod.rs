@@ -14,16 +14,3 @@ pub mod response;
 
 pub use request::{parse, Parse, ParseError, Request, Version};
 pub use response::{Body, Response};
-
-/// How much capacity a connection's buffer keeps between requests: enough for the head of
-/// a usual request or the whole of a small answer, so keep-alive traffic of small requests
-/// reuses one allocation.
-pub const KEPT_CAPACITY: usize = 4 * 1024;
-
-/// Gives back what `buffer` holds beyond its contents and [`KEPT_CAPACITY`]. Call it once a
-/// request is consumed or an answer sent. Why: a `Vec` that is drained or cleared keeps its
-/// capacity, so a client that once sent (or was sent) a megabyte would otherwise keep that
-/// megabyte for as long as it stays connected, idle or not.
-pub fn trim_buffer(buffer: &mut Vec<u8>) {
-    buffer.shrink_to(KEPT_CAPACITY);
-}

@@ -106,13 +106,13 @@ impl Framing {
 }
 
 /// Appends `response` as bytes to `out`, with `Server: {server}` and `Date: {date}`. `out`
-/// is the connection's output buffer, reused from one response to the next, so once it
-/// has grown this allocates nothing.
+/// is the connection's output buffer (a `Vec<u8>`, or from chapter 3 a pooled
+/// [`Buffer`](crate::buffer::Buffer)), so this allocates nothing once it has room.
 pub fn write_response(
-    out: &mut Vec<u8>, response: &Response, framing: &Framing, server: &str, date: &str,
+    out: &mut impl Write, response: &Response, framing: &Framing, server: &str, date: &str,
 ) {
     let body = response.body.as_bytes();
-    // Writing into a Vec cannot fail, so the results below are ignored on purpose.
+    // Writing into memory cannot fail, so the results below are ignored on purpose.
     let _ = write!(
         out,
         "HTTP/1.1 {} {}\r\nServer: {}\r\nDate: {}\r\n",
@@ -137,13 +137,13 @@ pub fn write_response(
         let _ = write!(out, "Allow: {allow}\r\n");
     }
     if !framing.keep_alive {
-        out.extend_from_slice(b"Connection: close\r\n");
+        let _ = out.write_all(b"Connection: close\r\n");
     } else if framing.version == Version::Http10 {
-        out.extend_from_slice(b"Connection: keep-alive\r\n");
+        let _ = out.write_all(b"Connection: keep-alive\r\n");
     }
-    out.extend_from_slice(b"\r\n");
+    let _ = out.write_all(b"\r\n");
     if !framing.head_only && !bodyless {
-        out.extend_from_slice(body);
+        let _ = out.write_all(body);
     }
 }
 
