@@ -245,14 +245,10 @@ impl Client {
     async fn send(&mut self, server: &Server) -> io::Result<()> {
         let mut sent = 0;
         while !self.out.is_empty() {
-            match timeout(server.config.send_timeout, self.stream.write(&self.out)).await {
-                Ok(written) => {
-                    let written = written?;
-                    self.out.consume(written); // emptied, it gives its memory back
-                    sent += written;
-                }
-                Err(_elapsed) => return Err(io::ErrorKind::TimedOut.into()),
-            }
+            let write = timeout(server.config.send_timeout, self.stream.write(&self.out));
+            let written = write.await.map_err(|_elapsed| io::ErrorKind::TimedOut)??;
+            self.out.consume(written); // emptied, it gives its memory back
+            sent += written;
         }
         if sent > 0 {
             trace!("fd {}: sent {sent} bytes", self.stream.get_ref().as_raw_fd());

@@ -127,35 +127,29 @@ impl Source {
     /// kept once however often its task polls, and never replaced by another task's (which
     /// would lose the first task's wake-up: it would wait forever).
     pub fn poll_ready(self, direction: Direction, cx: &mut Context) -> Poll<()> {
-        let ready = with(|reactor| {
+        self.poll_until(direction, cx, |readiness| readiness.ready)
+    }
+
+    /// `Ready` once the socket has failed (a reset, say): how a task that has stopped
+    /// reading still learns that its peer is gone. It waits with the writers, whom an error
+    /// wakes too; woken for room to write, it looks, and waits again.
+    pub fn poll_failed(self, cx: &mut Context) -> Poll<()> {
+        self.poll_until(Direction::Write, cx, |writers| writers.closed)
+    }
+
+    fn poll_until(
+        self, direction: Direction, cx: &mut Context, done: fn(&Readiness) -> bool,
+    ) -> Poll<()> {
+        let done = with(|reactor| {
             let Some(source) = reactor.sources.get_mut(&self) else { return Ok(true) };
             let readiness = &mut source[direction as usize];
             let waiting = readiness.waiters.iter().any(|waiter| waiter.will_wake(cx.waker()));
-            if !readiness.ready && !waiting {
+            if !done(readiness) && !waiting {
                 readiness.waiters.push(cx.waker().clone());
             }
-            Ok(readiness.ready)
+            Ok(done(readiness))
         });
-        if ready.unwrap_or(true) {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
-        }
-    }
-
-    /// `Ready` once the socket has failed (a reset, say): a task that has stopped reading
-    /// still learns that its peer is gone. It waits with the writers, whom an error wakes
-    /// too; woken for room to write, it looks, and waits again.
-    pub fn poll_failed(self, cx: &mut Context) -> Poll<()> {
-        let failed = with(|reactor| {
-            let Some(source) = reactor.sources.get_mut(&self) else { return Ok(true) };
-            let writers = &mut source[Direction::Write as usize];
-            if !writers.waiters.iter().any(|waiter| waiter.will_wake(cx.waker())) {
-                writers.waiters.push(cx.waker().clone());
-            }
-            Ok(writers.closed)
-        });
-        if failed.unwrap_or(true) {
+        if done.unwrap_or(true) {
             Poll::Ready(())
         } else {
             Poll::Pending

@@ -120,14 +120,11 @@ impl Async<TcpStream> {
         Ok(count)
     }
 
-    /// Waits until the peer leaves with a reset (or the socket fails), and says why: how
-    /// a task that has stopped reading still learns that its client is gone.
+    /// Waits until the peer has left with a reset (or the socket failed): how a task that
+    /// reads no more still learns that its client is gone.
     pub async fn departed(&self) -> io::Error {
         poll_fn(|cx| self.source.poll_failed(cx)).await;
-        match self.inner.take_error() {
-            Ok(Some(error)) | Err(error) => error,
-            Ok(None) => io::ErrorKind::ConnectionReset.into(), // hung up, with no error kept
-        }
+        io::ErrorKind::ConnectionReset.into()
     }
 
     pub async fn write(&self, bytes: &[u8]) -> io::Result<usize> {
