@@ -13,6 +13,7 @@
 use std::future::Future;
 use std::io;
 use std::net::{Shutdown, TcpStream};
+use std::ops::Deref;
 use std::os::fd::AsRawFd;
 use std::pin::{pin, Pin};
 use std::rc::Rc;
@@ -189,12 +190,14 @@ impl Client {
                 return Err(io::Error::other("the file shrank while it was sent"));
             }
             left -= chunk.bytes.len() as u64;
-            self.out.extend_from_slice(&chunk.bytes);
-            self.send(server).await?;
+            self.send(server).await?; // the head, before the first chunk
+                                      // New: the chunk itself goes to the kernel, not a copy in `out`, and comes back
+                                      // to be read into again: a download holds one chunk, from start to end.
+            chunk.bytes = self.send_all(chunk.bytes, server).await?;
             if left == 0 {
                 return Ok(());
             }
-            let next = self.listening(server.files.read(chunk.file)).await?;
+            let next = self.listening(server.files.read(chunk)).await?;
             chunk = next.map_err(|_| io::Error::other("the file could not be read"))?;
         }
     }
@@ -258,23 +261,29 @@ impl Client {
     // ANCHOR: send
     /// Sends all the output, with `--send-timeout` between any two writes that make progress.
     async fn send(&mut self, server: &Server) -> io::Result<()> {
-        let mut sent = 0;
-        while !self.out.is_empty() {
-            // The output goes to the kernel and comes back (if this is dropped, it does
-            // not: but then the connection is over). The time limit goes with it.
-            let limit = Some(server.config.send_timeout);
+        // Dropped once sent: an emptied buffer's memory goes back to the thread's pool.
+        let out = std::mem::take(&mut self.out);
+        self.send_all(out, server).await.map(drop)
+    }
+
+    /// Sends all of `bytes`, and gives them back. They go to the kernel and come back with
+    /// each send (if this is dropped, they do not: but then the connection is over), and
+    /// so does the time limit, the send timeout, as a timer linked to the send.
+    async fn send_all<B: Deref<Target = [u8]> + 'static>(
+        &mut self, mut bytes: B, server: &Server,
+    ) -> io::Result<B> {
+        let (mut sent, limit) = (0, Some(server.config.send_timeout));
+        while sent < bytes.len() {
             let written;
-            (written, self.out) = self.stream.send(std::mem::take(&mut self.out), limit).await;
-            let written = written?;
-            self.out.consume(written); // emptied, it gives its memory back
-            sent += written;
+            (written, bytes) = self.stream.send(bytes, sent, limit).await;
+            sent += written?;
         }
         if sent > 0 {
             trace!("fd {}: sent {sent} bytes", self.stream.get_ref().as_raw_fd());
             self.since = Instant::now(); // answered: the clock for its next request starts
             self.kept_alive = true;
         }
-        Ok(())
+        Ok(bytes)
     }
 
     /// Closes without losing the answer: shut our side, and read until the client closes

@@ -94,16 +94,18 @@ impl Files {
         if SFlag::from_bits_truncate(status.st_mode) & SFlag::S_IFMT != SFlag::S_IFREG {
             return Err(not_a_file());
         }
-        Ok((self.read(Rc::new(file)).await?, status.st_size as u64))
+        let first = Chunk { bytes: Vec::with_capacity(files::CHUNK), file: Rc::new(file) };
+        Ok((self.read(first).await?, status.st_size as u64))
     }
 
-    /// Reads the next chunk of a file that `open` opened, from where the last read ended
-    /// (offset -1: the file's own position).
-    pub async fn read(&self, file: Rc<RingFile>) -> Result<Chunk, Response> {
+    /// Reads the next chunk of a file that `open` opened into `chunk`'s memory, from where
+    /// the last read ended (offset -1: the file's own position).
+    pub async fn read(&self, mut chunk: Chunk) -> Result<Chunk, Response> {
         self.slow_disk().await;
+        chunk.bytes.clear();
         // SAFETY: the entry points into the chunk's heap block, which the operation owns.
         let read = unsafe {
-            submit((file, Vec::with_capacity(files::CHUNK)), |(file, bytes)| {
+            submit((chunk.file, chunk.bytes), |(file, bytes)| {
                 let fd = file.0.as_ref().map_or(-1, |fd| fd.as_raw_fd());
                 let room = bytes.spare_capacity_mut();
                 let entry = io_uring_sqe::new(

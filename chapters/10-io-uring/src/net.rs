@@ -14,6 +14,7 @@
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::ops::Deref;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd};
 use std::rc::Rc;
 use std::time::Duration;
@@ -168,38 +169,37 @@ impl Async<TcpStream> {
         received.map(|count| count as usize)
     }
 
-    /// Sends what `buffer` holds, or the first part of it, within `limit`: how much, and
-    /// the buffer back (the caller consumes what was sent). `MSG_NOSIGNAL`: a peer that
-    /// left gives `EPIPE`, not a `SIGPIPE`.
-    pub async fn send(
-        &self, buffer: Buffer, limit: Option<Duration>,
-    ) -> (io::Result<usize>, Buffer) {
-        // SAFETY: the entry points into the buffer's heap block, which the operation owns.
+    /// Sends `bytes[from..]` (a `Buffer`, a file's chunk), or the first part of it, within
+    /// `limit`: how much, and the bytes back. `MSG_NOSIGNAL`: a peer that left gives
+    /// `EPIPE`, not a `SIGPIPE`.
+    pub async fn send<B: Deref<Target = [u8]> + 'static>(
+        &self, bytes: B, from: usize, limit: Option<Duration>,
+    ) -> (io::Result<usize>, B) {
+        // SAFETY: the entry points into the bytes the operation owns (boxed: they stay put).
         let send = unsafe {
-            submit_within((self.inner.clone(), buffer), limit, |(stream, buffer)| {
-                let fd = stream.as_raw_fd();
-                let entry =
-                    io_uring_sqe::new(IORING_OP_SEND, fd, buffer.as_ptr(), buffer.len() as u32);
+            submit_within((self.inner.clone(), bytes), limit, |(stream, bytes)| {
+                let (fd, rest) = (stream.as_raw_fd(), &bytes[from..]);
+                let entry = io_uring_sqe::new(IORING_OP_SEND, fd, rest.as_ptr(), rest.len() as u32);
                 entry.with(libc::MSG_NOSIGNAL as u32, 0)
             })
         };
-        let (sent, (_, buffer)) = send.await;
+        let (sent, (_, bytes)) = send.await;
         let timed_out = |error: io::Error| match error.raw_os_error() {
             Some(libc::ECANCELED) => io::ErrorKind::TimedOut.into(), // the limit passed
             _ => error,
         };
-        (sent.map(|count| count as usize).map_err(timed_out), buffer)
+        (sent.map(|count| count as usize).map_err(timed_out), bytes)
     }
 
     pub async fn write_all(&self, bytes: &[u8]) -> io::Result<()> {
-        let mut buffer = Buffer::new();
-        buffer.extend_from_slice(bytes); // the kernel's copy, owned by the sends
-        while !buffer.is_empty() {
+        let (mut buffer, mut sent) = (Buffer::new(), 0);
+        buffer.extend_from_slice(bytes); // the copy the sends own, from the thread's pool
+        while sent < buffer.len() {
             let count;
-            (count, buffer) = self.send(buffer, None).await;
+            (count, buffer) = self.send(buffer, sent, None).await;
             match count? {
                 0 => return Err(io::ErrorKind::WriteZero.into()),
-                count => buffer.consume(count), // a partial send is normal: go on
+                count => sent += count, // a partial send is normal: go on
             }
         }
         Ok(())
