@@ -1,7 +1,7 @@
-//! Files through the ring: opening, reading and closing are operations, and the kernel
-//! does the blocking part (a slow disk) on workers of its own. Chapters 6 to 9 needed a
-//! thread pool of ours for it; here it is gone. `--fs-delay-ms` is a timer in the ring
-//! before each open and each read: the slow disk, still simulated with no thread of ours.
+//! Files through the ring: opening and reading are operations, and the kernel does the
+//! blocking part (a slow disk) on workers of its own. Chapters 6 to 9 needed a thread pool
+//! of ours for it; here it is gone. `--fs-delay-ms` is a sleep before each open and each
+//! read: the slow disk, still simulated with no thread of ours.
 //!
 //! As in chapter 6, a file is read a chunk (256 KiB) at a time, and travels with each one.
 
@@ -20,27 +20,15 @@ use nix::sys::stat::{fstat, SFlag};
 use shared::files;
 use shared::http::Response;
 
-use crate::proactor::{self, submit};
-use crate::ring::{
-    __kernel_timespec, io_uring_sqe, IORING_OP_OPENAT2, IORING_OP_READ, IORING_OP_TIMEOUT,
-};
+use crate::proactor::submit;
+use crate::ring::{io_uring_sqe, IORING_OP_OPENAT2, IORING_OP_READ};
+use crate::time::sleep;
 
 /// A piece of a file, read through the ring: its bytes, and the file, to read the next
-/// piece from.
+/// piece from (shared by the reads in the ring; its last owner closes it).
 pub struct Chunk {
     pub bytes: Vec<u8>,
-    pub file: Rc<RingFile>,
-}
-
-/// An open file, shared by the reads in the ring: its last owner closes it through the ring.
-pub struct RingFile(Option<OwnedFd>);
-
-impl Drop for RingFile {
-    fn drop(&mut self) {
-        if let Some(fd) = self.0.take() {
-            proactor::close(fd);
-        }
-    }
+    pub file: Rc<OwnedFd>,
 }
 
 /// `openat2`'s argument (`<linux/openat2.h>`): with `RESOLVE_BENEATH`, the kernel refuses
@@ -75,7 +63,7 @@ impl Files {
         self.slow_disk().await;
         // SAFETY: the entry points into the path and the `open_how` that the operation owns.
         let open = unsafe {
-            submit((path, how), |(path, how)| {
+            submit((path, how), None, |(path, how)| {
                 let entry = io_uring_sqe::new(IORING_OP_OPENAT2, root, path.as_ptr().cast(), 24);
                 entry.with(0, &raw const *how as u64)
             })
@@ -83,14 +71,14 @@ impl Files {
         // EXDEV: the path leads out of the root; ELOOP: through a loop of links.
         let file = match open.await.0 {
             // SAFETY: a descriptor the kernel has just made, for us alone.
-            Ok(fd) => RingFile(Some(unsafe { OwnedFd::from_raw_fd(fd as i32) })),
+            Ok(fd) => unsafe { OwnedFd::from_raw_fd(fd as i32) },
             Err(error) if matches!(error.raw_os_error(), Some(libc::EXDEV | libc::ELOOP)) => {
                 return Err(not_a_file());
             }
             Err(error) => return Err(files::error_response(&error)),
         };
         // A look at what was opened (the open brought it in): a folder, a FIFO, a device?
-        let status = file.0.as_ref().map(fstat).and_then(Result::ok).ok_or_else(not_a_file)?;
+        let status = fstat(&file).map_err(|_| not_a_file())?;
         if SFlag::from_bits_truncate(status.st_mode) & SFlag::S_IFMT != SFlag::S_IFREG {
             return Err(not_a_file());
         }
@@ -105,16 +93,10 @@ impl Files {
         chunk.bytes.clear();
         // SAFETY: the entry points into the chunk's heap block, which the operation owns.
         let read = unsafe {
-            submit((chunk.file, chunk.bytes), |(file, bytes)| {
-                let fd = file.0.as_ref().map_or(-1, |fd| fd.as_raw_fd());
-                let room = bytes.spare_capacity_mut();
-                let entry = io_uring_sqe::new(
-                    IORING_OP_READ,
-                    fd,
-                    room.as_mut_ptr().cast(),
-                    room.len() as u32,
-                );
-                entry.with(0, u64::MAX)
+            submit((chunk.file, chunk.bytes), None, |(file, bytes)| {
+                let (fd, room) = (file.as_raw_fd(), bytes.spare_capacity_mut());
+                let read = io_uring_sqe::new(IORING_OP_READ, fd, room.as_mut_ptr().cast(), 0);
+                io_uring_sqe { len: room.len() as u32, ..read.with(0, u64::MAX) }
             })
         };
         let (count, (file, mut bytes)) = read.await;
@@ -124,18 +106,11 @@ impl Files {
         Ok(Chunk { bytes, file })
     }
 
-    /// `--fs-delay-ms`: a timer in the ring (`IORING_OP_TIMEOUT`). (It could be linked
-    /// before the operation, `IOSQE_IO_LINK`, in the same submission: see the exercises.)
+    /// `--fs-delay-ms`: a sleep on the loop's timers, as `/sleep`'s. (It could be a timer
+    /// in the ring, linked before the operation: see the exercises.)
     async fn slow_disk(&self) {
         if !self.delay.is_zero() {
-            let delay = __kernel_timespec::from(self.delay);
-            // SAFETY: the entry points into the timespec the operation owns.
-            let timer = unsafe {
-                submit(delay, |ts| {
-                    io_uring_sqe::new(IORING_OP_TIMEOUT, -1, (&raw const *ts).cast(), 1)
-                })
-            };
-            let _ = timer.await; // -ETIME: the time has passed
+            sleep(self.delay).await;
         }
     }
 }

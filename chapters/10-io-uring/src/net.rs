@@ -24,7 +24,7 @@ use nix::libc::{self, POLLIN, POLLOUT};
 use shared::buffer::{Buffer, Pool};
 use shared::upstream;
 
-use crate::proactor::{submit, submit_within};
+use crate::proactor::submit;
 use crate::ring::{
     io_uring_sqe, IORING_OP_ACCEPT, IORING_OP_POLL_ADD, IORING_OP_RECV, IORING_OP_SEND,
 };
@@ -48,7 +48,7 @@ impl<T: AsFd + 'static> Async<T> {
     async fn ready(&self, events: i16) -> io::Result<()> {
         // SAFETY: a poll points at no memory; the operation keeps the descriptor open.
         let poll = unsafe {
-            submit(self.inner.clone(), |inner| {
+            submit(self.inner.clone(), None, |inner| {
                 let fd = inner.as_fd().as_raw_fd();
                 io_uring_sqe::new(IORING_OP_POLL_ADD, fd, std::ptr::null(), 0)
                     .with(events as u32, 0)
@@ -79,7 +79,7 @@ impl Async<TcpListener> {
         // SAFETY: no address is asked for (the pointers are null); the operation keeps the
         // listener open.
         let accept = unsafe {
-            submit(self.inner.clone(), |listener| {
+            submit(self.inner.clone(), None, |listener| {
                 let entry =
                     io_uring_sqe::new(IORING_OP_ACCEPT, listener.as_raw_fd(), std::ptr::null(), 0);
                 entry.with(libc::SOCK_CLOEXEC as u32, 0)
@@ -153,7 +153,7 @@ impl Async<TcpStream> {
         // SAFETY: the entry points into the chunk's heap block, which the operation owns
         // (it stays put however the vector moves) and which the kernel only writes into.
         let receive = unsafe {
-            submit((self.inner.clone(), CHUNKS.with(Pool::take)), |(stream, chunk)| {
+            submit((self.inner.clone(), CHUNKS.with(Pool::take)), None, |(stream, chunk)| {
                 let room = chunk.spare_capacity_mut();
                 let start = room.as_mut_ptr().cast();
                 let fd = stream.as_raw_fd();
@@ -177,7 +177,7 @@ impl Async<TcpStream> {
     ) -> (io::Result<usize>, B) {
         // SAFETY: the entry points into the bytes the operation owns (boxed: they stay put).
         let send = unsafe {
-            submit_within((self.inner.clone(), bytes), limit, |(stream, bytes)| {
+            submit((self.inner.clone(), bytes), limit, |(stream, bytes)| {
                 let (fd, rest) = (stream.as_raw_fd(), &bytes[from..]);
                 let entry = io_uring_sqe::new(IORING_OP_SEND, fd, rest.as_ptr(), rest.len() as u32);
                 entry.with(libc::MSG_NOSIGNAL as u32, 0)

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::io;
 use std::marker::PhantomData;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
@@ -31,8 +31,8 @@ use nix::libc;
 use shared::self_pipe::SelfPipe;
 use shared::trace;
 
-use crate::ring::{__kernel_timespec, io_uring_sqe, Ring, IORING_OP_ACCEPT, IORING_OP_CLOSE};
-use crate::ring::{IORING_OP_LINK_TIMEOUT, IORING_OP_OPENAT2, IORING_OP_POLL_ADD, IOSQE_IO_LINK};
+use crate::ring::{__kernel_timespec, io_uring_sqe, Ring, IORING_OP_ACCEPT, IORING_OP_OPENAT2};
+use crate::ring::{IORING_OP_LINK_TIMEOUT, IORING_OP_POLL_ADD, IOSQE_IO_LINK};
 
 // ANCHOR: proactor
 /// Where an operation is.
@@ -46,7 +46,7 @@ enum State {
 }
 
 /// An operation: where it is, and the memory the kernel may use until its completion
-/// (boxed: it stays put however the map changes).
+/// (boxed: it stays put however the map changes), its time limit's included.
 struct Slot {
     state: State,
     owned: Box<dyn Any>,
@@ -55,7 +55,7 @@ struct Slot {
 
 impl Slot {
     /// An abandoned operation that made a descriptor (an accept, an open, done as its task
-    /// left) hands it to nobody: it must be closed here, or it leaks.
+    /// left) hands it to nobody: it must be closed (dropped), or it leaks.
     fn orphan(&self, res: i32) -> Option<OwnedFd> {
         let makes_one = matches!(self.opcode, IORING_OP_ACCEPT | IORING_OP_OPENAT2);
         // SAFETY: a descriptor the kernel made for this operation, which nobody else has.
@@ -77,7 +77,7 @@ struct Proactor {
 
 /// The doorbell's poll carries this instead of an operation's number.
 const DOORBELL: u64 = u64::MAX;
-/// A close that nobody waits for carries this: its completion has no slot to find.
+/// What nobody waits for (a cancel, a time limit) carries this: its completion has no slot.
 const NOBODY: u64 = u64::MAX - 1;
 
 thread_local! {
@@ -108,57 +108,51 @@ pub fn doorbell() -> Arc<SelfPipe> {
 
 // ANCHOR: start
 impl Proactor {
-    /// Queues `entry`, with the memory it may use, its slot starting in `state`; with a
-    /// `limit`, a timer linked after it (`LINK_TIMEOUT`) cancels it once the limit has
-    /// passed. The kernel keeps that timer with the entry, and drops it when the entry
-    /// completes first: no cancel of ours, and no list of timers walked.
-    fn start(
-        &mut self, entry: io_uring_sqe, owned: Box<dyn Any>, state: State, limit: Option<Duration>,
+    /// Queues `entry`, with the memory it may use, and a `timer` linked after it
+    /// (`LINK_TIMEOUT`), if any, which cancels it once its time has passed. The kernel
+    /// keeps that timer with the entry, and drops it when the entry completes first: no
+    /// cancel of ours, and no list of timers walked.
+    fn queue(
+        &mut self, entry: io_uring_sqe, timer: Option<io_uring_sqe>, owned: Box<dyn Any>,
     ) -> u64 {
-        let (user_data, timer) = (self.next, self.next + 1); // the timer's number, if any
-        self.next += 2;
+        let user_data = self.next;
+        self.next += 1;
         let entry = io_uring_sqe { user_data, ..entry };
-        let ts = limit.map(|limit| Box::new(__kernel_timespec::from(limit)));
-        // SAFETY: the entries point into `owned` (the promise of `submit`) and into the
-        // timespec, each of which stays in its slot, at the same address, until the
-        // entry's completion. A chain goes in one push.
+        // SAFETY: the entries point into `owned` (the promise of `submit`), which stays in
+        // its slot, at the same address, until the entry's completion. A chain goes in one
+        // push.
         let pushed = unsafe {
-            match &ts {
+            match timer {
                 None => self.ring.push(&[entry]),
-                Some(ts) => {
-                    let link =
-                        io_uring_sqe::new(IORING_OP_LINK_TIMEOUT, -1, (&raw const **ts).cast(), 1);
-                    let entry = io_uring_sqe { flags: IOSQE_IO_LINK, ..entry };
-                    self.ring.push(&[entry, io_uring_sqe { user_data: timer, ..link }])
-                }
+                Some(timer) => self.ring.push(&[
+                    io_uring_sqe { flags: IOSQE_IO_LINK, ..entry },
+                    io_uring_sqe { user_data: NOBODY, ..timer },
+                ]),
             }
         };
-        let state = match &pushed {
-            Ok(()) => state,
-            Err(_) if matches!(state, State::Abandoned) => return user_data, // nobody waits
+        let state = match pushed {
+            Ok(()) => State::Waiting(None),
             Err(error) => State::Done(-error.raw_os_error().unwrap_or(libc::EIO)), // not queued
         };
-        if let (Ok(()), Some(ts)) = (&pushed, ts) {
-            let opcode = IORING_OP_LINK_TIMEOUT;
-            self.slots.insert(timer, Slot { state: State::Abandoned, owned: ts, opcode });
-        }
         self.slots.insert(user_data, Slot { state, owned, opcode: entry.opcode });
         user_data
     }
 
     /// Its future was dropped: the kernel is done with the memory (it is handed back, to
-    /// be freed), or else asked to cancel, and the memory kept until the completion.
-    fn abandon(&mut self, user_data: u64) -> Option<Slot> {
+    /// be freed, with a descriptor made for nobody, to be closed), or else asked to
+    /// cancel, and the memory kept until the completion.
+    fn abandon(&mut self, user_data: u64) -> Option<(Slot, Option<OwnedFd>)> {
         let slot = self.slots.get_mut(&user_data)?;
         if let State::Done(res) = slot.state {
             let slot = self.slots.remove(&user_data)?;
-            if let Some(fd) = slot.orphan(res) {
-                self.close(fd);
-            }
-            return Some(slot);
+            let orphan = slot.orphan(res);
+            return Some((slot, orphan));
         }
         slot.state = State::Abandoned;
-        self.start(io_uring_sqe::cancel(user_data), Box::new(()), State::Abandoned, None);
+        let cancel = io_uring_sqe { user_data: NOBODY, ..io_uring_sqe::cancel(user_data) };
+        // SAFETY: a cancel points at no memory. Should the ring refuse it, the operation
+        // ends in its own time, or when the ring does.
+        let _ = unsafe { self.ring.push(&[cancel]) };
         None
     }
 
@@ -170,22 +164,6 @@ impl Proactor {
         let poll = io_uring_sqe { user_data: DOORBELL, ..poll.with(libc::POLLIN as u32, 0) };
         // SAFETY: a poll points at no memory; the pipe lives as long as the proactor.
         unsafe { self.ring.push(&[poll]) }
-    }
-}
-
-/// Closes `fd` through the ring; nobody waits for it. (At a thread's end, with the
-/// proactor gone, `fd` closes the usual way.)
-pub fn close(fd: OwnedFd) {
-    let _ = PROACTOR.try_with(|cell| cell.borrow_mut().as_mut().map(|proactor| proactor.close(fd)));
-}
-
-impl Proactor {
-    fn close(&mut self, fd: OwnedFd) {
-        let close = io_uring_sqe::new(IORING_OP_CLOSE, fd.as_raw_fd(), std::ptr::null(), 0);
-        // SAFETY: a close points at no memory. Its completion has no slot: nobody waits.
-        if unsafe { self.ring.push(&[io_uring_sqe { user_data: NOBODY, ..close }]) }.is_ok() {
-            let _ = fd.into_raw_fd(); // the kernel closes it; not closed again here
-        } // else `fd` is dropped here, and closes the usual way
     }
 }
 // ANCHOR_END: start
@@ -216,17 +194,16 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
             }
         })?;
         trace!("io_uring: submitted {submitted}, completed {completed}, one system call");
-        orphans.drain(..).for_each(|fd| proactor.close(fd));
         if rung {
             proactor.doorbell.drain(); // the tasks it was rung for are queued already
             proactor.watch_doorbell()?;
         }
         Ok(std::mem::take(&mut proactor.woken))
     })?;
-    // Woken, and freed, once the proactor is no longer borrowed: a waker may be anybody's
-    // code, and freeing a file's last owner closes it, through the ring (`close`).
+    // Woken, freed and closed once the proactor is no longer borrowed: a waker may be
+    // anybody's code.
     woken.drain(..).for_each(Waker::wake);
-    drop(freed);
+    drop((freed, orphans));
     with(|proactor| proactor.woken = woken); // empty, its room kept for the next turn
     Ok(())
 }
@@ -269,26 +246,23 @@ pub struct Op<T> {
 }
 
 /// Starts an operation: `build` makes its entry from `owned`, already boxed where it will
-/// stay until the completion; the future gives `owned` back with the result.
+/// stay until the completion; the future gives `owned` back with the result. Past `limit`
+/// (if any), the operation is cancelled (`-ECANCELED`).
 ///
 /// # Safety
 /// The entry's pointers point into `owned` and nowhere else (or at memory that outlives
 /// every operation): nothing else is kept alive for the kernel.
-pub unsafe fn submit<T: 'static>(owned: T, build: impl FnOnce(&mut T) -> io_uring_sqe) -> Op<T> {
-    // SAFETY: the caller's promise, passed on.
-    unsafe { submit_within(owned, None, build) }
-}
-
-/// [`submit`], with a time limit: past it, the operation is cancelled (`-ECANCELED`).
-///
-/// # Safety
-/// As for [`submit`].
-pub unsafe fn submit_within<T: 'static>(
+pub unsafe fn submit<T: 'static>(
     owned: T, limit: Option<Duration>, build: impl FnOnce(&mut T) -> io_uring_sqe,
 ) -> Op<T> {
-    let mut owned = Box::new(owned);
-    let entry = build(&mut owned);
-    let user_data = with(|proactor| proactor.start(entry, owned, State::Waiting(None), limit));
+    // Boxed with its time limit, which the kernel reads too (as it takes the entries).
+    let mut owned = Box::new((owned, limit.map(__kernel_timespec::from)));
+    let entry = build(&mut owned.0);
+    let timer = owned
+        .1
+        .as_ref()
+        .map(|limit| io_uring_sqe::new(IORING_OP_LINK_TIMEOUT, -1, (&raw const *limit).cast(), 1));
+    let user_data = with(|proactor| proactor.queue(entry, timer, owned));
     Op { user_data, finished: false, owned: PhantomData, on_this_thread: PhantomData }
 }
 
@@ -312,7 +286,8 @@ impl<T: 'static> Future for Op<T> {
         });
         let Some(Slot { state: State::Done(res), owned, .. }) = done else { return Poll::Pending };
         self.finished = true;
-        let owned = *owned.downcast::<T>().expect("an op gets back the memory it gave");
+        let owned = owned.downcast::<(T, Option<__kernel_timespec>)>();
+        let (owned, _limit) = *owned.expect("an op gets back the memory it gave");
         let result = if res < 0 { Err(io::Error::from_raw_os_error(-res)) } else { Ok(res as u32) };
         Poll::Ready((result, owned))
     }

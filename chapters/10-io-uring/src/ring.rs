@@ -120,11 +120,9 @@ const _: () =
     assert!(size_of::<io_uring_params>() == 120 && size_of::<io_uring_getevents_arg>() == 24);
 
 pub const IORING_OP_POLL_ADD: u8 = 6;
-pub const IORING_OP_TIMEOUT: u8 = 11;
 pub const IORING_OP_ACCEPT: u8 = 13;
 pub const IORING_OP_ASYNC_CANCEL: u8 = 14;
 pub const IORING_OP_LINK_TIMEOUT: u8 = 15;
-pub const IORING_OP_CLOSE: u8 = 19;
 pub const IORING_OP_READ: u8 = 22;
 pub const IORING_OP_SEND: u8 = 26;
 pub const IORING_OP_RECV: u8 = 27;
@@ -196,7 +194,7 @@ impl Ring {
             libc::syscall(libc::SYS_io_uring_setup, c_long::from(entries), &raw mut params)
         };
         if fd < 0 {
-            return Err(unavailable(io::Error::last_os_error()));
+            return Err(unavailable(&io::Error::last_os_error().to_string()));
         }
         // SAFETY: a descriptor just made, owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
@@ -204,8 +202,7 @@ impl Ring {
         // with a timeout (Linux 5.4 to 5.11; the setup's flags need 6.1 anyway).
         let needed = IORING_FEAT_SINGLE_MMAP | IORING_FEAT_NODROP | IORING_FEAT_EXT_ARG;
         if params.features & needed != needed {
-            let why = "io_uring is not available: this kernel lacks SINGLE_MMAP, NODROP or EXT_ARG";
-            return Err(io::Error::new(io::ErrorKind::Unsupported, why));
+            return Err(unavailable("this kernel lacks SINGLE_MMAP, NODROP or EXT_ARG"));
         }
         let (sq, cq) = (params.sq_off, params.cq_off);
         let sq_len = sq.array as usize + params.sq_entries as usize * size_of::<u32>();
@@ -224,21 +221,16 @@ impl Ring {
 }
 
 /// The one line to print where there is no io_uring to be had, saying why.
-fn unavailable(error: io::Error) -> io::Error {
-    let why = match error.raw_os_error() {
-        Some(libc::ENOSYS) => "this kernel has none",
-        Some(libc::EPERM) => "it is turned off or forbidden here (io_uring_disabled, seccomp)",
-        Some(libc::EINVAL) => "the kernel refused the setup (it needs Linux 6.1 or later)",
-        _ => return error,
-    };
-    io::Error::new(io::ErrorKind::Unsupported, format!("io_uring is not available: {why}"))
+fn unavailable(why: &str) -> io::Error {
+    let hint = "it needs Linux 6.1 or later, and may be turned off (io_uring_disabled, seccomp)";
+    io::Error::new(io::ErrorKind::Unsupported, format!("io_uring is not available: {why}; {hint}"))
 }
 // ANCHOR_END: setup
 
 // ANCHOR: push
 impl Ring {
     /// An index of the rings, which one side writes and the other reads: an atomic.
-    fn index(&self, offset: u32) -> &AtomicU32 {
+    fn field(&self, offset: u32) -> &AtomicU32 {
         // SAFETY: a field of the mapping, which lives as long as `self`; `AtomicU32` has a
         // `u32`'s layout, and memory another writer shares must be read atomically.
         unsafe { self.rings.at::<AtomicU32>(offset).as_ref() }
@@ -248,8 +240,8 @@ impl Ring {
     /// with the kernel's Release once it has read the entries before it, whose slots are
     /// then ours to refill. Relaxed on the tail: only we write it.
     fn queued(&self) -> u32 {
-        let head = self.index(self.params.sq_off.head).load(Acquire);
-        self.index(self.params.sq_off.tail).load(Relaxed).wrapping_sub(head)
+        let head = self.field(self.params.sq_off.head).load(Acquire);
+        self.field(self.params.sq_off.tail).load(Relaxed).wrapping_sub(head)
     }
 
     /// Copies `entries` into the submission ring, together (a chain of linked entries must
@@ -268,7 +260,7 @@ impl Ring {
         if self.queued() + entries.len() as u32 > room {
             return Err(io::Error::other("io_uring: the submission ring stays full"));
         }
-        let tail = self.index(self.params.sq_off.tail).load(Relaxed);
+        let tail = self.field(self.params.sq_off.tail).load(Relaxed);
         for (next, entry) in (tail..).zip(entries) {
             let slot = (next & (room - 1)) as usize;
             // SAFETY: the slot is in the array, and free (behind the head: see `queued`).
@@ -276,7 +268,7 @@ impl Ring {
         }
         // Release: the entries written above are visible before the tail that covers them.
         let tail = tail.wrapping_add(entries.len() as u32);
-        self.index(self.params.sq_off.tail).store(tail, Release);
+        self.field(self.params.sq_off.tail).store(tail, Release);
         Ok(())
     }
 
@@ -325,8 +317,8 @@ impl Ring {
         loop {
             // Relaxed: only we write the head. Acquire: pairs with the kernel's Release of
             // the tail once the entries before it are written; then we may read them.
-            let mut head = self.index(self.params.cq_off.head).load(Relaxed);
-            let tail = self.index(self.params.cq_off.tail).load(Acquire);
+            let mut head = self.field(self.params.cq_off.head).load(Relaxed);
+            let tail = self.field(self.params.cq_off.tail).load(Acquire);
             while head != tail {
                 let slot = self.rings.at::<io_uring_cqe>(cqes);
                 // SAFETY: the slot is in the array, written (before tail) and ours (after head).
@@ -334,9 +326,9 @@ impl Ring {
                 (head, count) = (head.wrapping_add(1), count + 1);
             }
             // Release: our reads of those slots are done before the kernel may refill them.
-            self.index(self.params.cq_off.head).store(head, Release);
+            self.field(self.params.cq_off.head).store(head, Release);
             // Relaxed: a flag, not an index; the system call below synchronises.
-            if self.index(self.params.sq_off.flags).load(Relaxed) & IORING_SQ_CQ_OVERFLOW == 0 {
+            if self.field(self.params.sq_off.flags).load(Relaxed) & IORING_SQ_CQ_OVERFLOW == 0 {
                 return Ok(count);
             }
             match self.enter(0, IORING_ENTER_GETEVENTS, None) {
