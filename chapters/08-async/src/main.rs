@@ -66,7 +66,7 @@ fn main() {
     }
     let signals = Signals::install();
     let listener = listener::listen(&config, true);
-    let files = Files::new(config.workers, config.fs_delay);
+    let files = Files::new(&config.root, config.workers, config.fs_delay);
     let files = files.unwrap_or_else(|error| fail("start the thread pool", error));
     let server = Rc::new(Server {
         shutdown: Flag::default(),

@@ -297,15 +297,13 @@ async fn perform(action: Action<'static>, server: &Server) -> (Response, Option<
             sleep(Duration::from_millis(ms)).await;
             (app::slept(ms), None)
         }
-        Action::ReadFile { path } => {
-            match server.files.open(server.config.root.clone(), path.clone()).await {
-                Ok((chunk, length)) => {
-                    let file = Some((chunk, length)).filter(|_| length > 0);
-                    (files::streamed_response(&path, length), file)
-                }
-                Err(response) => (response, None),
+        Action::ReadFile { path } => match server.files.open(path.clone()).await {
+            Ok((chunk, length)) => {
+                let file = Some((chunk, length)).filter(|_| length > 0);
+                (files::streamed_response(&path, length), file)
             }
-        }
+            Err(response) => (response, None),
+        },
         Action::Upstream { address, path_and_query } => {
             (upstream::fetch(address, &path_and_query, &server.upstream_slots).await, None)
         }

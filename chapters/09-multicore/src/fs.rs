@@ -11,7 +11,7 @@ use std::fs::File;
 use std::future::poll_fn;
 use std::io;
 use std::panic::{self, AssertUnwindSafe};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Poll, Waker};
 use std::thread;
@@ -31,6 +31,8 @@ pub struct Chunk {
 // ANCHOR: files
 pub struct Files {
     pub pool: ThreadPool,
+    /// `--root`: files are opened beneath it.
+    root: PathBuf,
     delay: Duration,
 }
 
@@ -43,14 +45,14 @@ struct Slot<T> {
 
 impl Files {
     /// `delay` is `--fs-delay-ms`, the simulated slow disk.
-    pub fn new(workers: usize, delay: Duration) -> io::Result<Files> {
-        Ok(Files { pool: ThreadPool::new(workers)?, delay })
+    pub fn new(root: &Path, workers: usize, delay: Duration) -> io::Result<Files> {
+        Ok(Files { pool: ThreadPool::new(workers)?, root: root.to_path_buf(), delay })
     }
 
-    /// Opens `relative` under `root` and reads its first chunk, on a worker; the file's
+    /// Opens `relative` under the root and reads its first chunk, on a worker; the file's
     /// length comes with it.
-    pub async fn open(&self, root: PathBuf, relative: PathBuf) -> Result<(Chunk, u64), Response> {
-        let delay = self.delay;
+    pub async fn open(&self, relative: PathBuf) -> Result<(Chunk, u64), Response> {
+        let (root, delay) = (self.root.clone(), self.delay);
         self.run(move || {
             let (mut file, length) = files::open(&root, &relative, delay)?;
             Ok((Chunk { bytes: files::read_chunk(&mut file, delay)?, file }, length))

@@ -115,7 +115,7 @@ fn main() {
         doorbells.collect::<io::Result<_>>().unwrap_or_else(|error| fail("make doorbells", error));
     let counters = (0..config.threads).map(|_| Counters::default()).collect();
     let set_up = Barrier::new(config.threads);
-    let files = Files::new(config.workers, config.fs_delay);
+    let files = Files::new(&config.root, config.workers, config.fs_delay);
     let files = Arc::new(files.unwrap_or_else(|error| fail("start the thread pool", error)));
     let upstream_slots = Semaphore::new(config.upstream_limit);
     let loops = Arc::new(Loops { counters, doorbells, set_up, port, files, upstream_slots });

@@ -150,10 +150,9 @@ impl Client {
     /// its place in line, its connection to the upstream. A client that only shut its
     /// sending side (end-of-file) may still want its answers: we stop reading, and wait on.
     ///
-    /// New in chapter 10: only the readiness races the wait. A poll holds no bytes, so
-    /// losing the race loses nothing; a receive dropped once submitted could lose bytes the
-    /// kernel had already taken off the socket for it (a readiness, in chapter 9, never
-    /// could). So the receive itself is awaited to its end, outside the race.
+    /// New in chapter 10: only the readiness races the wait. A poll holds no bytes; a
+    /// receive dropped once submitted could lose bytes the kernel had taken off the socket
+    /// for it. So the receive itself is awaited to its end, outside the race.
     async fn listening<T>(&mut self, wait: impl Future<Output = T>) -> io::Result<T> {
         let mut wait = pin!(wait);
         while self.received.len() <= MAX_PENDING {
@@ -190,9 +189,9 @@ impl Client {
                 return Err(io::Error::other("the file shrank while it was sent"));
             }
             left -= chunk.bytes.len() as u64;
-            self.send(server).await?; // the head, before the first chunk
-                                      // New: the chunk itself goes to the kernel, not a copy in `out`, and comes back
-                                      // to be read into again: a download holds one chunk, from start to end.
+            // The head first; then, new, the chunk itself goes to the kernel (not a copy in
+            // `out`) and comes back to be read into: a download holds one chunk, start to end.
+            self.send(server).await?;
             chunk.bytes = self.send_all(chunk.bytes, server).await?;
             if left == 0 {
                 return Ok(());

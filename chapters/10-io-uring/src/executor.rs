@@ -11,10 +11,8 @@
 //! the proactor, see `proactor.rs`) until an operation completes or a timer is due
 //! (`time.rs`), which wakes tasks, then run the tasks that were woken.
 //!
-//! Chapters 8 and 9 gave each task a budget of reads and writes per poll, since a socket
-//! that is always ready never said `Pending`. An operation in the ring always does, once:
-//! its completion comes at a turn of the loop, so a task that reads and writes yields
-//! the thread at every step, and the budget is gone.
+//! Chapters 8 and 9's budget of reads and writes per poll is gone: an operation's
+//! completion comes at a turn of the loop, so a task yields the thread at every step.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};

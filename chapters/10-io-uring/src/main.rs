@@ -151,10 +151,7 @@ fn run_loop(
     // New: this loop's ring, with room for two completions per descriptor it may hold.
     let descriptors = getrlimit(Resource::RLIMIT_NOFILE).map_or(1024, |(soft, _)| soft);
     let completions = (2 * descriptors / config.threads as u64).clamp(1024, 65536) as u32;
-    if let Err(error) = proactor::start(completions) {
-        log!("ch10-io-uring: {error}");
-        std::process::exit(1);
-    }
+    proactor::start(completions).unwrap_or_else(|error| fail("start a ring", error));
     let server = Rc::new(Server {
         shutdown: Flag::default(),
         date: RefCell::new(date::now()),
@@ -194,10 +191,8 @@ fn run_loop(
         counters.loop_turns.store(executor::turns(), Ordering::Relaxed);
         counters.timers_pending.store(time::pending() as u64, Ordering::Relaxed);
     };
-    // New: the tasks go, and each operation they had in flight asks to be cancelled; the
-    // ring then takes those cancels, and what the operations held (the listener, clients'
-    // sockets) closes now. Left for the process's exit, a listener would go on accepting
-    // clients nobody answers while the other loops finish.
+    // New: the tasks go, their operations ask to be cancelled, and the ring takes the
+    // cancels: the listener closes now, not at the process's exit (see `finish`).
     drop(executor);
     proactor::finish(Duration::from_secs(1));
     open

@@ -2,15 +2,13 @@
 //!
 //! Chapter 9 tried each call and, at `EAGAIN`, waited for readiness. Here a receive, a
 //! send, an accept is an operation the kernel carries out, and the task waits for its
-//! completion (`proactor.rs`). The socket is shared (`Rc`) by its owner and every
-//! operation using it: closed while an entry naming it waits in the ring, its number would
-//! be reused by the next `accept`, and the entry would act on someone else's socket.
+//! completion (`proactor.rs`). The socket is shared (`Rc`) with every operation using it:
+//! closed while an entry naming it waits in the ring, its number would be reused by the
+//! next `accept`, and the entry would act on someone else's socket.
 //!
-//! An idle client must cost little. A receive waiting in the ring holds its buffer while
-//! the client thinks: 16 KiB each, 160 MiB for 10,000 idle clients. So a connection first
-//! waits for readiness (a poll, which holds nothing) and receives only once bytes are
-//! there: one more entry and completion per request, but no more system calls: both ride
-//! in the same `io_uring_enter`.
+//! An idle client must cost little, and a receive waiting in the ring holds its buffer
+//! (16 KiB: 160 MiB for 10,000 idle clients). So a connection first waits for readiness (a
+//! poll, which holds nothing), then receives: one more entry per request, no more calls.
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -94,8 +92,7 @@ impl Async<TcpListener> {
 const CHUNK: usize = 16 * 1024;
 
 thread_local! {
-    /// Chunks receives lend the kernel, kept for the next ones: no allocation per request,
-    /// and no more kept than 64 (1 MiB): the rest of a burst's chunks are freed.
+    /// Chunks receives lend the kernel, kept for the next ones (at most 64, 1 MiB).
     static CHUNKS: Pool = const { Pool::new(CHUNK, 64) };
 }
 
@@ -112,9 +109,7 @@ impl Async<TcpStream> {
     }
 
     /// Waits for bytes, then receives what has arrived (up to 16 KiB) onto the end of
-    /// `buffer`; 0 means the peer has closed. The kernel writes into a chunk the receive
-    /// owns, not into `buffer`: a receive dropped halfway loses no byte already there
-    /// (though it may lose what it was receiving: see `connection.rs`'s `listening`).
+    /// `buffer`; 0 means the peer has closed.
     pub async fn read_to(&self, buffer: &mut Buffer) -> io::Result<usize> {
         loop {
             self.readable().await?;
@@ -125,10 +120,9 @@ impl Async<TcpStream> {
         }
     }
 
-    /// Waits until the client leaves with a reset (or the socket fails): how a task that
-    /// has stopped reading still learns that its client is gone. A poll for no event: the
-    /// kernel reports errors and hang-ups whatever was asked. A client that only shut its
-    /// sending side (end-of-file) has not left: it may still want its answers.
+    /// Waits until the peer has left with a reset (or the socket failed): how a task that
+    /// reads no more still learns that its client is gone. A poll for no event: errors and
+    /// hang-ups are reported whatever was asked. A half-close (end-of-file) is no leaving.
     pub async fn departed(&self) -> io::Error {
         if let Err(error) = self.ready(0).await {
             return error;
@@ -144,14 +138,12 @@ impl Async<TcpStream> {
         self.ready(POLLIN).await
     }
 
-    /// Receives what has arrived, after `readable`, onto the end of `buffer`. It never
-    /// waits in the ring (`MSG_DONTWAIT`): with nothing there after all, it says
-    /// `WouldBlock`, and the caller waits for readiness again. A poll can say "readable"
-    /// for bytes no receive returns (an urgent byte, TCP's `MSG_OOB`): a receive that then
-    /// waited for ordinary data would wait outside every timeout, holding its answer.
+    /// Receives what has arrived, after `readable`, onto the end of `buffer`, into a chunk
+    /// the receive owns first. It never waits in the ring (`MSG_DONTWAIT`: else `WouldBlock`,
+    /// and readiness again): a poll can say "readable" for an urgent byte (`MSG_OOB`) no
+    /// receive returns, and a receive waiting for more would wait outside every timeout.
     pub async fn receive(&self, buffer: &mut Buffer) -> io::Result<usize> {
-        // SAFETY: the entry points into the chunk's heap block, which the operation owns
-        // (it stays put however the vector moves) and which the kernel only writes into.
+        // SAFETY: the entry points into the chunk's heap block, which the operation owns.
         let receive = unsafe {
             submit((self.inner.clone(), CHUNKS.with(Pool::take)), None, |(stream, chunk)| {
                 let room = chunk.spare_capacity_mut();

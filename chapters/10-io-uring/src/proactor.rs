@@ -31,8 +31,9 @@ use nix::libc;
 use shared::self_pipe::SelfPipe;
 use shared::trace;
 
+use crate::ring::IOSQE_IO_LINK;
 use crate::ring::{__kernel_timespec, io_uring_sqe, Ring, IORING_OP_ACCEPT, IORING_OP_OPENAT2};
-use crate::ring::{IORING_OP_LINK_TIMEOUT, IORING_OP_POLL_ADD, IOSQE_IO_LINK};
+use crate::ring::{IORING_OP_ASYNC_CANCEL, IORING_OP_LINK_TIMEOUT, IORING_OP_POLL_ADD};
 
 // ANCHOR: proactor
 /// Where an operation is.
@@ -149,7 +150,9 @@ impl Proactor {
             return Some((slot, orphan));
         }
         slot.state = State::Abandoned;
-        let cancel = io_uring_sqe { user_data: NOBODY, ..io_uring_sqe::cancel(user_data) };
+        // The entry with this `user_data` completes with `-ECANCELED` (or its own result).
+        let cancel = io_uring_sqe::new(IORING_OP_ASYNC_CANCEL, -1, std::ptr::null(), 0);
+        let cancel = io_uring_sqe { addr: user_data, user_data: NOBODY, ..cancel };
         // SAFETY: a cancel points at no memory. Should the ring refuse it, the operation
         // ends in its own time, or when the ring does.
         let _ = unsafe { self.ring.push(&[cancel]) };
@@ -209,9 +212,10 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
 }
 
 /// Ends this thread's ring, once its tasks are gone: each operation they had in flight
-/// asked to be cancelled as it was dropped, and those cancels are only queued. So, as
-/// tokio-uring's driver does, turn until every operation has completed (its memory freed,
-/// a descriptor it held closed), or `bound` has passed; then drop the ring.
+/// asked to be cancelled, and those cancels are only queued. So, as tokio-uring's driver
+/// does, turn until every operation has completed (its memory freed, a descriptor it held
+/// closed: left open, a listener would take clients nobody answers until the process
+/// exits), or `bound` has passed; then drop the ring.
 pub fn finish(bound: Duration) {
     let deadline = Instant::now() + bound;
     while with(|proactor| !proactor.slots.is_empty()) {
@@ -258,10 +262,8 @@ pub unsafe fn submit<T: 'static>(
     // Boxed with its time limit, which the kernel reads too (as it takes the entries).
     let mut owned = Box::new((owned, limit.map(__kernel_timespec::from)));
     let entry = build(&mut owned.0);
-    let timer = owned
-        .1
-        .as_ref()
-        .map(|limit| io_uring_sqe::new(IORING_OP_LINK_TIMEOUT, -1, (&raw const *limit).cast(), 1));
+    let limit = owned.1.as_ref().map(|limit| (&raw const *limit).cast());
+    let timer = limit.map(|limit| io_uring_sqe::new(IORING_OP_LINK_TIMEOUT, -1, limit, 1));
     let user_data = with(|proactor| proactor.queue(entry, timer, owned));
     Op { user_data, finished: false, owned: PhantomData, on_this_thread: PhantomData }
 }

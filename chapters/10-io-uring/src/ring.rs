@@ -349,15 +349,6 @@ impl io_uring_sqe {
     pub fn with(self, op_flags: u32, off: u64) -> io_uring_sqe {
         io_uring_sqe { op_flags, off, ..self }
     }
-
-    /// Cancels the entry whose `user_data` is `target`: it completes with `-ECANCELED`, or
-    /// with its own result if it finished first.
-    pub fn cancel(target: u64) -> io_uring_sqe {
-        io_uring_sqe {
-            addr: target,
-            ..io_uring_sqe::new(IORING_OP_ASYNC_CANCEL, -1, null_mut(), 0)
-        }
-    }
 }
 // ANCHOR_END: reap
 
