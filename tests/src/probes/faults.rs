@@ -180,7 +180,7 @@ pub fn file_removed_mid_response(target: &Target) -> Probed {
 
 /// Signals that do not end a process: ignored by default (WINCH, CHLD, URG; PIPE, which
 /// Rust programs ignore), and a stop and continue (STOP, then CONT).
-const STRAY: [&str; 6] = ["WINCH", "CHLD", "URG", "PIPE", "STOP", "CONT"];
+pub(super) const STRAY: [&str; 6] = ["WINCH", "CHLD", "URG", "PIPE", "STOP", "CONT"];
 
 fn pester(server: &mut Server, moment: &str) -> Result<(), Stop> {
     for name in STRAY {

@@ -19,6 +19,7 @@
 //! [`harness`]: crate::harness
 
 mod bad_input;
+pub mod checklist;
 mod concurrency;
 mod cores;
 mod corpus;
