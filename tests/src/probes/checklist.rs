@@ -41,7 +41,7 @@ use super::routes::{
     BAD_SLEEPS, FIFO_PROMPTLY, IPV6_HOSTS, NOT_ALLOWED, NOT_FOUND, QUICKLY, UNKNOWN_METHODS,
     UPSTREAM_TIMEOUT, UPSTREAM_TIMEOUT_EARLIEST,
 };
-use super::{PATIENCE, PROMPTLY};
+use super::{PATIENCE, PROMPTLY, WHOLE_BODY_WITHIN};
 use crate::chapters::CHAPTERS;
 use crate::manifest::{self, Capability, Expect};
 use crate::server::{FIRST_START_TIMEOUT, START_TIMEOUT};
@@ -231,7 +231,11 @@ pub fn rules() -> Vec<Rule> {
         rule(EVERY_CHECK, RESPONSES, format!(
             "`Connection: close` on every answer after which the server closes; then the \
              connection ends, with nothing more sent, within {}. Closing without having said so \
-             fails the check that sees it.",
+             fails the check that sees it, but for these closes: a client that half-closed, \
+             once it has all its answers, whether they said `Connection: close` or not \
+             (`half_close`); at SIGTERM, a connection whose answer had sent its head before \
+             the signal, once the rest is sent (`graceful_shutdown`), and one idle after its \
+             answer (`prompt_shutdown`); and one whose timeout ran out (the *Timeouts* rules).",
             secs(PATIENCE))),
         rule("index_page", ROUTES,
             "`GET /`: 200, `text/html`, a page that mentions `/hello`, `/sleep`, `/files/`, \
@@ -272,7 +276,10 @@ pub fn rules() -> Vec<Rule> {
              every byte value 0 to 255, and a body of exactly {} (the limit is allowed).",
             size(BODY_LIMIT as u64))),
         rule("echo_needs_length", ROUTES,
-            "`POST /echo` without `Content-Length`: 411.".to_string()),
+            "`POST /echo` without `Content-Length` (and without `Transfer-Encoding`: a chunked \
+             one is in the corpus): 411, with or without `Connection: close`. Such a request \
+             has no body, so the connection may go on after it (the chapters with keep-alive \
+             keep it), or close, saying so.".to_string()),
         rule("echo_too_large", ROUTES, format!(
             "`POST /echo` with a `Content-Length` over {}: 413 with `Connection: close`, decided \
              from the head alone: at once when no body follows, and without waiting for the \
@@ -310,9 +317,21 @@ pub fn rules() -> Vec<Rule> {
              sends no `Content-Length`), and the 200 that follows an interim `100 Continue` \
              (skip every 1xx). `HEAD /upstream/...` gets the status without a body.".to_string()),
         rule("upstream_relay", UPSTREAM,
+            "Past that request line, no check looks at what you send the upstream: end the \
+             head with its blank line, and the headers are yours (the chapters send `Host` and \
+             `Connection: close`). Nor at the method a `HEAD /upstream/...` uses: the check's upstream \
+             answers `GET` and `HEAD` alike, with a body (the chapters ask with `GET`). It \
+             answers once and closes, never chunked: decoding a chunked answer is not checked \
+             (the chapters answer 502). It types every body it sends; the relayed body needs a \
+             `Content-Type` all the same, its or yours, and no check compares the two (the \
+             chapters relay the upstream's, and say `application/octet-stream` when it sends \
+             none).".to_string()),
+        rule("upstream_relay", UPSTREAM,
             "An upstream 204 is relayed as a 204 with no body and no `Content-Length`, though \
-             the upstream sent both; a 304, without a body. (Relayed, those bytes would be read \
-             as the answer to the client's next request.)".to_string()),
+             the upstream sent both; a 304, without a body, with or without a `Content-Length` \
+             (the check reads no body after a 304, whatever its headers say; the chapters send \
+             none). (Relayed, those bytes would be read as the answer to the client's next \
+             request.)".to_string()),
         rule("upstream_errors", UPSTREAM,
             "502 when the upstream answers with something that is not HTTP, answers `101 \
              Switching Protocols` (nobody asked it to switch), or refuses the connection; 404 \
@@ -364,10 +383,12 @@ pub fn rules() -> Vec<Rule> {
             "Clients that connect and leave at every stage (before a byte, mid request line, \
              after a whole request, during a `/sleep`, mid body) cost nothing.".to_string()),
         rule("serves_after_abuse", FAULTS, format!(
-            "After the corpus, resets and vanishing clients on one server, it still serves, and \
-             within {} `/stats` says `connections_open` 1 (the connection asking): no \
-             connection is leaked.",
-            secs(PATIENCE))),
+            "After the corpus, resets and vanishing clients on one server, it still serves (a \
+             `GET /hello`), and within {} of that, `/stats` says `connections_open` 1 or less \
+             (the connection asking): no connection is leaked. A connection counts until \
+             it is really closed, so one still lingering after a refusal (your side shut, \
+             waiting for the client's close) must be gone within those {} too.",
+            secs(PATIENCE), secs(PATIENCE))),
         rule("half_close", FAULTS, format!(
             "A client that shuts its sending side after its request (a half-close) still gets \
              its whole answer: `GET /hello`, a big `POST /echo`, a file bigger than the socket \
@@ -401,8 +422,9 @@ pub fn rules() -> Vec<Rule> {
         rule("pipelined_without_reading", FLOODS, format!(
             "A client pipelines {} of `GET /hello` and never reads an answer: the server's peak \
              memory (`VmHWM`) stays less than {} over its resident memory at rest. Stop reading \
-             from a client while its answers pile up (its writes then stall, and after {} \
-             without progress it stops), or close it.",
+             from a client while its answers pile up, or close it: the check's writes then \
+             stall, and once one has gone {} without progress, the check stops sending and \
+             measures.",
             size(PIPELINE_BYTES as u64), size(PIPELINE_GROWTH_BOUND), secs(PUSHED_BACK_AFTER))),
         rule("idle_buffers_given_back", FLOODS, format!(
             "{} clients each send a {} `POST /echo`, read the answer, and stay connected, idle: \
@@ -494,8 +516,11 @@ pub fn rules() -> Vec<Rule> {
         rule("graceful_shutdown", SHUTDOWN, format!(
             "SIGTERM while a big download is in flight: stop accepting, send the rest of the \
              answer whole, and exit with status 0 within {} of the client having it all. \
-             SIGINT to an idle server: exit 0 within {}.",
-            secs(PATIENCE), secs(PATIENCE))),
+             SIGINT to an idle server: exit 0 within {}. The grace period, {}, counts from the \
+             signal, not from the last progress: past it, what is still in flight may be cut \
+             and the process exit 0 (the chapters do). No check tests that limit: this client \
+             reads the rest at full speed, and allows it {} from the signal.",
+            secs(PATIENCE), secs(PATIENCE), secs(GRACE_PERIOD), secs(WHOLE_BODY_WITHIN))),
         rule("prompt_shutdown", SHUTDOWN, format!(
             "After SIGTERM, exit 0 as soon as nothing is in flight, within {}: with only idle \
              clients connected (one that sent nothing, one kept alive after its answer), or \
