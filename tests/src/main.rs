@@ -8,6 +8,7 @@
 //! cargo run -p suite -- --addr 127.0.0.1:8080 --chapter 2
 //! cargo run -p suite -- --capability-table             # the book's appendix table
 //! cargo run -p suite -- --flags-table                  # the flags, for the book
+//! cargo run -p suite -- --checklist                    # every rule, for the book
 //! ```
 //!
 //! The exit status is 1 when any check fails, so a course can grade a reader's server
@@ -21,17 +22,16 @@ use std::path::PathBuf;
 use std::process::exit;
 use std::sync::Mutex;
 use std::thread;
-use std::time::Duration;
 
 use suite::chapters::{self, Chapter, CHAPTERS};
 use suite::harness::{self, Failure, Verdict};
 use suite::probes::{Launch, Probe, PROBES};
 use suite::report::{self, Checked};
-use suite::server::{self, Options, Program, Server};
+use suite::server::{self, Options, Program, Server, FIRST_START_TIMEOUT};
 
 const USAGE: &str = "\
 usage: suite [--chapter N] [--command CMD | --addr HOST:PORT] [--only NAME]
-       suite --capability-table | --flags-table
+       suite --capability-table | --flags-table | --checklist
 
   (no flags)          start every chapter that exists and run every probe against it
   --chapter N         only chapter N (the NN of chapters/NN-name)
@@ -48,15 +48,13 @@ usage: suite [--chapter N] [--command CMD | --addr HOST:PORT] [--only NAME]
   --only NAME         only the probes whose name contains NAME
   --capability-table  print the capability table (Markdown) for the book
   --flags-table       print the flags a server must accept, by chapter (Markdown)
+  --checklist         print every rule the checks hold a server to, by chapter (Markdown)
 
 The report says a cause shared by several checks once, at the top, and ends with the
 summary line. The exit status is 1 if any check fails, 0 otherwise.";
 
 /// How many probes run at once against servers we start (each has its own server).
 const PARALLEL: usize = 8;
-/// How long a reader's command may take to print its first line the first time: it may
-/// compile first (`cargo run`, `go run`). Every later start gets the usual 10 s.
-const FIRST_START: Duration = Duration::from_secs(30);
 
 struct Args {
     chapter: Option<&'static Chapter>,
@@ -65,6 +63,7 @@ struct Args {
     only: Option<String>,
     table: bool,
     flags_table: bool,
+    checklist: bool,
 }
 
 fn parse_args(words: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -75,6 +74,7 @@ fn parse_args(words: impl Iterator<Item = String>) -> Result<Args, String> {
         only: None,
         table: false,
         flags_table: false,
+        checklist: false,
     };
     let mut words = words;
     while let Some(flag) = words.next() {
@@ -100,6 +100,7 @@ fn parse_args(words: impl Iterator<Item = String>) -> Result<Args, String> {
             "--only" => args.only = Some(value()?),
             "--capability-table" => args.table = true,
             "--flags-table" => args.flags_table = true,
+            "--checklist" => args.checklist = true,
             "--help" | "-h" => {
                 println!("{USAGE}");
                 exit(0);
@@ -130,6 +131,10 @@ fn main() {
     }
     if args.flags_table {
         print!("{}", suite::flags::flags_table());
+        return;
+    }
+    if args.checklist {
+        print!("{}", suite::probes::checklist::checklist());
         return;
     }
     let probes: Vec<&'static Probe> = PROBES
@@ -175,9 +180,10 @@ fn run_command(chapter: &'static Chapter, line: &str, probes: &[&'static Probe])
     eprintln!(
         "suite: starting `{line}` once, to see that it starts (it has {} s to print its \
          first line)",
-        FIRST_START.as_secs()
+        FIRST_START_TIMEOUT.as_secs()
     );
-    if let Err(message) = Server::start_within(chapter, &program, &Options::default(), FIRST_START)
+    if let Err(message) =
+        Server::start_within(chapter, &program, &Options::default(), FIRST_START_TIMEOUT)
     {
         println!("{message}");
         println!("\n0 checks: `{line}` did not start, so no probe ran");

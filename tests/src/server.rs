@@ -26,7 +26,11 @@ use crate::chapters::Chapter;
 use crate::flags::{Needed, FLAGS};
 
 /// How long a server may take to print its first line.
-const START_TIMEOUT: Duration = Duration::from_secs(10);
+pub const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a reader's command may take to print its first line the first time the runner
+/// starts it: it may compile first (`cargo run`, `go run`). Every later start gets
+/// [`START_TIMEOUT`].
+pub const FIRST_START_TIMEOUT: Duration = Duration::from_secs(30);
 /// How much of the server's stderr we keep for messages.
 const STDERR_KEPT: usize = 16 * 1024;
 /// How much we keep of a server started with `--trace`: the whole trace of a short run,

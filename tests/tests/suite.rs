@@ -72,3 +72,18 @@ fn book_capability_table_is_current() {
         path.display()
     );
 }
+
+/// The book's page on a reader's own server includes the checklist generated from the
+/// probes (every rule, with the probes' own numbers); this keeps the two the same.
+#[test]
+fn book_checklist_is_current() {
+    let path = suite::chapters::workspace_root().join("book/src/generated/checklist.md");
+    let in_book = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        in_book == suite::probes::checklist::checklist(),
+        "{} is out of date with the probes (tests/src/probes/checklist.rs and the constants \
+         it quotes); regenerate it with\n    \
+         cargo run -p suite -- --checklist > book/src/generated/checklist.md",
+        path.display()
+    );
+}

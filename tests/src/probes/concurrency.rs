@@ -308,11 +308,11 @@ pub fn graceful_shutdown(target: &Target) -> Probed {
 /// How soon a graceful shutdown must end once nothing is in flight: at once, in fact; the
 /// margin is for a busy machine. Far less than the contract's grace period
 /// ([`GRACE_PERIOD`]), which only bounds how long responses in flight may take.
-const PROMPT_EXIT: Duration = Duration::from_secs(2);
+pub(super) const PROMPT_EXIT: Duration = Duration::from_secs(2);
 /// The contract's bound on a graceful shutdown: responses in flight get this long.
-const GRACE_PERIOD: Duration = Duration::from_secs(5);
+pub(super) const GRACE_PERIOD: Duration = Duration::from_secs(5);
 /// The `/sleep` in flight at SIGTERM in [`prompt_shutdown`].
-const SLEEP_AT_SHUTDOWN: Duration = Duration::from_millis(1000);
+pub(super) const SLEEP_AT_SHUTDOWN: Duration = Duration::from_millis(1000);
 
 /// Row 5: a graceful shutdown exits as soon as nothing is in flight (the contract), not
 /// when its grace period runs out. Three cases:
@@ -498,7 +498,7 @@ fn served_while_busy(
 
 /// How long the slow request of [`served_while_busy`] takes: short first, and longer if
 /// the machine was too busy to tell.
-const HOLDS_MS: [u64; 2] = [1500, 4000];
+pub(super) const HOLDS_MS: [u64; 2] = [1500, 4000];
 
 fn with_longer_holds(mut attempt: impl FnMut(u64) -> Result<Option<Outcome>, Stop>) -> Probed {
     for hold in HOLDS_MS {
@@ -559,8 +559,8 @@ pub fn slow_upstream(target: &Target) -> Probed {
 }
 
 /// The sleeps [`answers_as_ready`] pipelines, and how many.
-const READY_SLEEP: Duration = Duration::from_millis(700);
-const READY_REQUESTS: usize = 3;
+pub(super) const READY_SLEEP: Duration = Duration::from_millis(700);
+pub(super) const READY_REQUESTS: usize = 3;
 
 // ANCHOR: answers_as_ready
 /// Row 6: pipelined answers go out as each is ready, not as a batch. One client pipelines
@@ -644,16 +644,30 @@ pub fn slow_disk(target: &Target) -> Probed {
 }
 
 /// How long after a timeout's deadline we still wait for it to fire.
-const TIMEOUT_SLACK: Duration = Duration::from_millis(1500);
+pub(super) const TIMEOUT_SLACK: Duration = Duration::from_millis(1500);
+/// The timeout each timeout probe starts the server with (`--header-timeout 0.5`, and so
+/// on): short, so that the probes are, yet long against a turn of any loop.
+pub(super) const TIMEOUT_UNDER_TEST: Duration = Duration::from_millis(500);
+/// How much earlier than its deadline a timeout may fire: the clocks of the suite and of
+/// the server do not start at quite the same moment.
+pub(super) const TIMEOUT_EARLY: Duration = Duration::from_millis(100);
+/// The `--keep-alive-timeout` of [`header_timeout`]: longer than the idle time it puts
+/// between two requests on one connection, so that only the header timeout is at stake.
+pub(super) const HEADER_PROBE_KEEP_ALIVE: Duration = Duration::from_secs(3);
+
+/// A duration as a timeout flag takes it, in seconds: `0.5`, `3`.
+pub(super) fn flag_seconds(duration: Duration) -> String {
+    duration.as_secs_f64().to_string()
+}
 
 /// Row 7: a client that sends half a head and stalls gets 408 after `--header-timeout`.
 pub fn header_timeout(target: &Target) -> Probed {
     needs_own_server(target)?;
-    let timeout = Duration::from_millis(500);
+    let timeout = TIMEOUT_UNDER_TEST;
     let mut server = target.start(Options {
         if_supported: vec![
-            ("--header-timeout", "0.5".into()),
-            ("--keep-alive-timeout", "3".into()),
+            ("--header-timeout", flag_seconds(timeout)),
+            ("--keep-alive-timeout", flag_seconds(HEADER_PROBE_KEEP_ALIVE)),
         ],
         ..Options::default()
     })?;
@@ -750,11 +764,11 @@ pub fn header_timeout(target: &Target) -> Probed {
 /// that second half alone.)
 pub fn send_timeout(target: &Target) -> Probed {
     needs_own_server(target)?;
-    let timeout = Duration::from_millis(500);
+    let timeout = TIMEOUT_UNDER_TEST;
     let site = make_site(site::stuck_response_size())?;
     let mut server = target.start(Options {
         root: Some(site.root.clone()),
-        if_supported: vec![("--send-timeout", "0.5".into())],
+        if_supported: vec![("--send-timeout", flag_seconds(timeout))],
         ..Options::default()
     })?;
     // The server can write nothing of the response before this, so its send timeout
@@ -801,7 +815,7 @@ pub fn send_timeout(target: &Target) -> Probed {
     match (closed, cut) {
         (Some(true) | None, true) => {
             check!(
-                closed.is_none() || seen + Duration::from_millis(100) >= asked + timeout,
+                closed.is_none() || seen + TIMEOUT_EARLY >= asked + timeout,
                 "{what} was disconnected {} after its request, before the {} send timeout \
                  could run out",
                 seconds(seen - asked),
@@ -838,7 +852,7 @@ fn expect_408(
     expect_status(&response, &[408], what)?;
     check!(response.says_close(), "{what}: the 408 does not say Connection: close");
     check!(
-        took + Duration::from_millis(100) >= timeout,
+        took + TIMEOUT_EARLY >= timeout,
         "{what}: 408 after only {}, before the {} timeout",
         seconds(took),
         seconds(timeout)
@@ -849,9 +863,9 @@ fn expect_408(
 /// Row 7: an idle keep-alive connection is closed after `--keep-alive-timeout`.
 pub fn keep_alive_timeout(target: &Target) -> Probed {
     needs_own_server(target)?;
-    let timeout = Duration::from_millis(500);
+    let timeout = TIMEOUT_UNDER_TEST;
     let server = target.start(Options {
-        if_supported: vec![("--keep-alive-timeout", "0.5".into())],
+        if_supported: vec![("--keep-alive-timeout", flag_seconds(timeout))],
         ..Options::default()
     })?;
     let mut client = connect(&server)?;
@@ -873,7 +887,7 @@ pub fn keep_alive_timeout(target: &Target) -> Probed {
         Ending::Closed => {
             let took = idle_since.elapsed();
             check!(
-                took + Duration::from_millis(100) >= timeout,
+                took + TIMEOUT_EARLY >= timeout,
                 "an idle keep-alive connection was closed after only {}, before the {} timeout",
                 seconds(took),
                 seconds(timeout)

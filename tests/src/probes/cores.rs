@@ -25,18 +25,18 @@ use crate::resources::{self, ThreadTime};
 use crate::server::{Options, Server};
 
 /// `--threads` for the chapters that have it.
-const THREADS: &str = "2";
+pub(super) const THREADS: &str = "2";
 /// How many connections, and how many `GET /hello` on each. With 32 connections, the
 /// chance that the kernel's hash hands them all, or all but three, to one of two loops is
 /// about one in a million.
-const CONNECTIONS: usize = 32;
-const REQUESTS_EACH: usize = 4;
+pub(super) const CONNECTIONS: usize = 32;
+pub(super) const REQUESTS_EACH: usize = 4;
 /// A thread "served" if it used at least this share of the CPU time all the server's
 /// threads used while the clients were served. The loops of chapter 9 split the work
 /// about evenly (a loop that got a quarter of the connections still has far more than
 /// this); a thread that only sleeps, or wakes once a second for its timers, has almost
 /// none of it.
-const SERVING_SHARE: f64 = 0.1;
+pub(super) const SERVING_SHARE: f64 = 0.1;
 /// Less CPU time than this in all, and the threads' shares say nothing: the kernel's
 /// clock was too coarse, or the machine too fast, to tell them apart.
 const ENOUGH_CPU: Duration = Duration::from_millis(1);

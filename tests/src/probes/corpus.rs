@@ -45,6 +45,15 @@ const FOLLOW_UP: &[u8] =
     b"POST /echo HTTP/1.1\r\nHost: suite\r\nContent-Length: 9\r\nConnection: close\r\n\r\nfollow-up";
 // ANCHOR_END: behind
 
+/// The contract's limits on a request. Its head (the request line and the header lines,
+/// counting any empty lines before the request line) is at most this long: 431 past it
+/// (414 will do for a target that is too long by itself) ...
+pub(super) const HEAD_LIMIT: usize = 8 * 1024;
+/// ... and has at most this many header lines (`Host` included): 431 past it.
+pub(super) const HEADER_LINES_LIMIT: usize = 100;
+/// The longest body `POST /echo` takes: 413 past it, from the head alone.
+pub(super) const BODY_LIMIT: usize = 1024 * 1024;
+
 /// What a row of the corpus must get.
 #[derive(Clone, Copy, Debug)]
 pub enum Answer {
@@ -129,7 +138,7 @@ pub fn corpus() -> Vec<Case> {
         case("RFC 9110 §9.1: methods are case-sensitive, so `get` is unknown", "get /hello HTTP/1.1\r\nHost: suite\r\n\r\n", Answered(501, None)),
         served("§3.2.2: the absolute form", "GET http://suite/hello HTTP/1.1\r\nHost: suite\r\n\r\n", HELLO),
         served("§2.2: an empty line before the request line is ignored", "\r\nGET /hello HTTP/1.1\r\nHost: suite\r\n\r\n", HELLO),
-        refused("§2.2 and the 8 KiB limit: 9 KiB of empty lines", format!("{}GET /hello HTTP/1.1\r\nHost: suite\r\n\r\n", "\r\n".repeat(4608)), &[400, 414, 431]),
+        refused("§2.2 and the 8 KiB limit: 9 KiB of empty lines", format!("{}GET /hello HTTP/1.1\r\nHost: suite\r\n\r\n", "\r\n".repeat((HEAD_LIMIT + 1024) / 2)), &[400, 414, 431]),
         served("RFC 9110 §7.8: an h2c upgrade may be ignored", hello_with("Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n"), HELLO),
 
         // Header fields: name ":" OWS value OWS (RFC 9112 §5, RFC 9110 §5).
@@ -179,7 +188,7 @@ pub fn corpus() -> Vec<Case> {
         refused("RFC 9110 §8.6: a list in Content-Length may be refused", echo_with("Content-Length: 5, 5\r\n"), &[400]),
         refused("§6.3: Content-Length headers that disagree", echo_with("Content-Length: 5\r\nContent-Length: 6\r\n"), &[400]),
         refused("§6.3: a Content-Length too big to count", echo_with("Content-Length: 99999999999999999999999999\r\n"), &[400, 413]),
-        refused("the 1 MiB body limit, from the head alone", "POST /echo HTTP/1.1\r\nHost: suite\r\nContent-Length: 1048577\r\n\r\n", &[413]),
+        refused("the 1 MiB body limit, from the head alone", format!("POST /echo HTTP/1.1\r\nHost: suite\r\nContent-Length: {}\r\n\r\n", BODY_LIMIT + 1), &[413]),
         served("RFC 9110 §8.6: repeated, agreeing Content-Length", echo_with("Content-Length: 5\r\nContent-Length: 5\r\n"), b"hello"),
         served("§6.3: leading zeros are still digits", echo_with("Content-Length: 005\r\n"), b"hello"),
         served("§6.3: a GET's body is skipped, not read as a request", "GET /hello HTTP/1.1\r\nHost: suite\r\nContent-Length: 9\r\n\r\nGET /nope", HELLO),
@@ -200,14 +209,14 @@ pub fn corpus() -> Vec<Case> {
         // ANCHOR_END: smuggling
 
         // The contract's limits: 8 KiB of head, 100 headers.
-        served("contract: 100 header lines are allowed", hello_with(&numbered_headers(99)), HELLO),
-        refused("contract: 101 header lines are too many", hello_with(&numbered_headers(100)), &[431]),
-        served("contract: a 7 KiB head is allowed", hello_with(&format!("X-Fill: {}\r\n", "a".repeat(7 * 1024))), HELLO),
-        refused("contract: a 9 KiB header", hello_with(&format!("X-Fill: {}\r\n", "a".repeat(9 * 1024))), &[431]),
+        served("contract: 100 header lines are allowed", hello_with(&numbered_headers(HEADER_LINES_LIMIT - 1)), HELLO),
+        refused("contract: 101 header lines are too many", hello_with(&numbered_headers(HEADER_LINES_LIMIT)), &[431]),
+        served("contract: a 7 KiB head is allowed", hello_with(&format!("X-Fill: {}\r\n", "a".repeat(HEAD_LIMIT - 1024))), HELLO),
+        refused("contract: a 9 KiB header", hello_with(&format!("X-Fill: {}\r\n", "a".repeat(HEAD_LIMIT + 1024))), &[431]),
         refused("contract: nine 1 KiB headers", hello_with(&format!("X-Fill: {}\r\n", "a".repeat(1000)).repeat(9)), &[431]),
-        served("contract: a 7 KiB target is allowed", get(&format!("/hello?pad={}", "a".repeat(7 * 1024))), HELLO),
-        refused("contract: a 9 KiB target", get(&format!("/hello?pad={}", "a".repeat(9 * 1024))), &[414, 431]),
-        refused("contract: a 9 KiB method", format!("{} /hello HTTP/1.1\r\nHost: suite\r\n\r\n", "A".repeat(9 * 1024)), &[400, 414, 431, 501]),
+        served("contract: a 7 KiB target is allowed", get(&format!("/hello?pad={}", "a".repeat(HEAD_LIMIT - 1024))), HELLO),
+        refused("contract: a 9 KiB target", get(&format!("/hello?pad={}", "a".repeat(HEAD_LIMIT + 1024))), &[414, 431]),
+        refused("contract: a 9 KiB method", format!("{} /hello HTTP/1.1\r\nHost: suite\r\n\r\n", "A".repeat(HEAD_LIMIT + 1024)), &[400, 414, 431, 501]),
         refused("contract: a header that never ends is cut off at 8 KiB", format!("GET /hello HTTP/1.1\r\nHost: suite\r\nX-Fill: {}", "a".repeat(20 * 1024)), &[431]),
 
         // Not HTTP at all.
@@ -234,10 +243,10 @@ pub fn corpus() -> Vec<Case> {
         early("§5.1: whitespace before the colon, refused at the space", "GET /hello HTTP/1.1\r\nHost ", &[400]),
         early("§5.2: obs-fold, refused at the line's first space", "GET /hello HTTP/1.1\r\nHost: suite\r\n ", &[400]),
         early("§6.3: Content-Length is digits, refused at the 'x'", "POST /echo HTTP/1.1\r\nHost: suite\r\nContent-Length: 5x", &[400]),
-        early("the 1 MiB body limit, refused at the digit that passes it", "POST /echo HTTP/1.1\r\nHost: suite\r\nContent-Length: 1048577", &[413]),
+        early("the 1 MiB body limit, refused at the digit that passes it", format!("POST /echo HTTP/1.1\r\nHost: suite\r\nContent-Length: {}", BODY_LIMIT + 1), &[413]),
         early("§6.3: a Content-Length too big to count, before its line ends", "POST /echo HTTP/1.1\r\nHost: suite\r\nContent-Length: 1000000000000000000000", &[400, 413]),
-        early("contract: a 101st header line, refused as it begins", format!("GET /hello HTTP/1.1\r\nHost: suite\r\n{}X-Header-100: 1", numbered_headers(99)), &[431]),
-        early("contract: a head over 8 KiB, refused before its line ends", format!("GET /hello HTTP/1.1\r\nHost: suite\r\nX-Fill: {}", "a".repeat(9 * 1024)), &[431]),
+        early("contract: a 101st header line, refused as it begins", format!("GET /hello HTTP/1.1\r\nHost: suite\r\n{}X-Header-100: 1", numbered_headers(HEADER_LINES_LIMIT - 1)), &[431]),
+        early("contract: a head over 8 KiB, refused before its line ends", format!("GET /hello HTTP/1.1\r\nHost: suite\r\nX-Fill: {}", "a".repeat(HEAD_LIMIT + 1024)), &[431]),
     ]
 }
 // ANCHOR_END: corpus

@@ -31,41 +31,41 @@ use crate::upstream::{self, Upstream};
 /// How soon a departure must show. A server that watches its sockets sees a reset in its
 /// next turn, a millisecond later; one that does not, only when the wait it is in ends,
 /// seconds later. One second leaves a wide margin on both sides for a busy machine.
-const GONE_WITHIN: Duration = Duration::from_secs(1);
+pub(super) const GONE_WITHIN: Duration = Duration::from_secs(1);
 /// The sleep of the first departure, which tells a chapter that blocks in it from the
 /// others: a `/stats` asked as it began is answered before its end, or the server sat in
 /// it. Long enough for a busy machine's margin, yet short, because chapters 1-3 wait it out.
-const FIRST_SLEEP: Duration = Duration::from_millis(2000);
+pub(super) const FIRST_SLEEP: Duration = Duration::from_millis(2000);
 /// The clients that leave mid-sleep, and their sleep: long, so that a server that lets go
 /// of them only when their sleeps end is far past [`GONE_WITHIN`].
-const SLEEPERS: usize = 5;
-const SLEEPERS_SLEEP: Duration = Duration::from_millis(4000);
+pub(super) const SLEEPERS: usize = 5;
+pub(super) const SLEEPERS_SLEEP: Duration = Duration::from_millis(4000);
 /// The slow upstream requests of the pipeline and line steps: each takes this long to
 /// answer.
-const FETCH: Duration = Duration::from_millis(1000);
+pub(super) const FETCH: Duration = Duration::from_millis(1000);
 /// How many slow upstream requests the departing client pipelines.
-const PIPELINED_FETCHES: usize = 20;
+pub(super) const PIPELINED_FETCHES: usize = 20;
 /// How long we watch the upstream once that client has left: a server that goes on with
 /// its pipeline fetches the second request after one [`FETCH`], the third after two.
-const UPSTREAM_WATCH: Duration = Duration::from_millis(2500);
+pub(super) const UPSTREAM_WATCH: Duration = Duration::from_millis(2500);
 /// The clients that write a pipeline of long sleeps and leave, and how much each writes.
 /// Each write is over three hundred `/sleep?ms=10000` requests: an hour of waiting for a
 /// server that works through them all for a client that has gone.
-const PIPELINERS: usize = 30;
-const PIPELINE_BYTES: usize = 16 * 1024;
-const PIPELINED_SLEEP_MS: u64 = 10_000;
+pub(super) const PIPELINERS: usize = 30;
+pub(super) const PIPELINE_BYTES: usize = 16 * 1024;
+pub(super) const PIPELINED_SLEEP_MS: u64 = 10_000;
 /// How soon their descriptors must be back. A server that reads on while a request waits
 /// reads the reset at once; one that does not holds each for its first sleep at least.
-const DESCRIPTORS_BACK_WITHIN: Duration = Duration::from_millis(1500);
+pub(super) const DESCRIPTORS_BACK_WITHIN: Duration = Duration::from_millis(1500);
 /// The clients that wait in line for the upstream (`--upstream-limit 1`) and leave, and
 /// how many slow requests each has pipelined.
-const IN_LINE: usize = 5;
-const IN_LINE_PIPELINED: usize = 4;
+pub(super) const IN_LINE: usize = 5;
+pub(super) const IN_LINE_PIPELINED: usize = 4;
 /// How long a client that comes after them may wait for its own fetch. The fetch under way
 /// when they left may run to its end (one [`FETCH`]) before the permit is free; any more
 /// is time spent on clients that have gone. Well under the upstream timeout of 5 s, after
 /// which a server gives up with 504.
-const AFTER_THE_LINE_WITHIN: Duration = Duration::from_millis(2500);
+pub(super) const AFTER_THE_LINE_WITHIN: Duration = Duration::from_millis(2500);
 /// The contract's upstream timeout: a fetch that takes longer is answered 504.
 const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(5);
 

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use super::{
     broken, check, connect, drain, exchange, expect_status, first_line, get, needs_own_server,
     post, receive, sending, start_big_download, still_serves, until_read, with_site, Outcome,
-    Probed, Stop, Target, HELLO, PATIENCE,
+    Probed, Stop, Target, HELLO, PATIENCE, WHOLE_BODY_WITHIN,
 };
 use crate::client::{show, Ending, ReadError};
 use crate::manifest::{self, Capability, Expect};
@@ -53,7 +53,7 @@ fn ask_and_half_close(
         .shutdown(Shutdown::Write)
         .map_err(|error| broken(format!("{what}: cannot half-close: {error}")))?;
     // A big file takes a moment to read; the deadline only ends a wait that has failed.
-    let deadline = Instant::now() + 4 * PATIENCE;
+    let deadline = Instant::now() + WHOLE_BODY_WITHIN;
     for (index, body) in answers.iter().enumerate() {
         let what = format!("{what}, answer {} of {}", index + 1, answers.len());
         let response = client
@@ -141,7 +141,7 @@ pub fn file_removed_mid_response(target: &Target) -> Probed {
         .map_err(|error| broken(format!("cannot write the new big.bin: {error}")))?;
 
     let what = "GET /files/big.bin, removed and replaced while it was sent";
-    let deadline = Instant::now() + 4 * PATIENCE;
+    let deadline = Instant::now() + WHOLE_BODY_WITHIN;
     while already < site.big.len() {
         match client.read_some(site.big.len() - already, deadline) {
             Ok(bytes) => {
@@ -180,7 +180,7 @@ pub fn file_removed_mid_response(target: &Target) -> Probed {
 
 /// Signals that do not end a process: ignored by default (WINCH, CHLD, URG; PIPE, which
 /// Rust programs ignore), and a stop and continue (STOP, then CONT).
-const STRAY: [&str; 6] = ["WINCH", "CHLD", "URG", "PIPE", "STOP", "CONT"];
+pub(super) const STRAY: [&str; 6] = ["WINCH", "CHLD", "URG", "PIPE", "STOP", "CONT"];
 
 fn pester(server: &mut Server, moment: &str) -> Result<(), Stop> {
     for name in STRAY {

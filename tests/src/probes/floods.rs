@@ -94,13 +94,13 @@ const BACKLOG_NOTE: &str = " (while the server accepts no one, the kernel queues
      connections as its listen backlog: is that small? ours is 1024)";
 
 /// The server's file descriptor limit during [`descriptor_exhaustion`].
-const FLOOD_FD_LIMIT: u32 = 64;
+pub(super) const FLOOD_FD_LIMIT: u32 = 64;
 /// How many connections flood it: well over the limit.
-const FLOOD_CLIENTS: usize = 200;
+pub(super) const FLOOD_CLIENTS: usize = 200;
 /// How long we watch the CPU clock of a flooded server, and the most it may use in that
 /// time. A server that spins uses all of it; one that waits, next to nothing.
-const CPU_WINDOW: Duration = Duration::from_secs(1);
-const MAX_CPU_WHILE_FLOODED: Duration = Duration::from_millis(300);
+pub(super) const CPU_WINDOW: Duration = Duration::from_secs(1);
+pub(super) const MAX_CPU_WHILE_FLOODED: Duration = Duration::from_millis(300);
 /// How many more descriptors than at rest a server may keep after a flood has left.
 pub(super) const LAZY_DESCRIPTORS: usize = 4;
 
@@ -202,13 +202,13 @@ pub fn descriptor_exhaustion(target: &Target) -> Probed {
 
 /// The attackers, and the server's descriptors during [`slowloris`]: more attackers
 /// than descriptors, so without a timeout they take them all.
-const SLOWLORIS_CLIENTS: usize = 300;
-const SLOWLORIS_FD_LIMIT: u32 = 256;
+pub(super) const SLOWLORIS_CLIENTS: usize = 300;
+pub(super) const SLOWLORIS_FD_LIMIT: u32 = 256;
 /// `--header-timeout` for the chapters that have it: 1 s.
-const SLOWLORIS_HEADER_TIMEOUT: &str = "1";
+pub(super) const SLOWLORIS_HEADER_TIMEOUT: &str = "1";
 /// How long the normal client may wait for its answer: the header timeout, then time to
 /// close the attackers' connections and accept the queue behind them.
-const SLOWLORIS_PATIENCE: Duration = Duration::from_secs(5);
+pub(super) const SLOWLORIS_PATIENCE: Duration = Duration::from_secs(5);
 
 // ANCHOR: slowloris
 /// Slowloris: 300 clients each send a request head one byte a second, never finish it,
@@ -313,7 +313,7 @@ struct Slowloris {
 
 /// How often the attack thread looks at its connections, and how often each sends a byte.
 const TICK: Duration = Duration::from_millis(100);
-const BYTE_EVERY: Duration = Duration::from_secs(1);
+pub(super) const BYTE_EVERY: Duration = Duration::from_secs(1);
 /// How each attacker's head begins; a byte of `X-Slow`'s value follows every second.
 const HEAD_START: &[u8] = b"GET /hello HTTP/1.1\r\nHost: suite\r\nX-Slow: ";
 
@@ -448,10 +448,10 @@ impl Attacker {
 
 /// How much a client pipelines without reading, and how much more memory that may cost
 /// the server at its peak.
-const PIPELINE_BYTES: usize = 20 << 20;
-const PIPELINE_GROWTH_BOUND: u64 = 10 << 20;
+pub(super) const PIPELINE_BYTES: usize = 20 << 20;
+pub(super) const PIPELINE_GROWTH_BOUND: u64 = 10 << 20;
 /// A write that makes no progress for this long means the server pushed back.
-const PUSHED_BACK_AFTER: Duration = Duration::from_millis(500);
+pub(super) const PUSHED_BACK_AFTER: Duration = Duration::from_millis(500);
 
 // ANCHOR: pipelined_without_reading
 /// One client sends `GET /hello` after `GET /hello`, 20 MiB of them, and never reads an
@@ -530,14 +530,14 @@ pub fn pipelined_without_reading(target: &Target) -> Probed {
 
 /// How many idle connections [`ten_thousand_idle`] and [`ten_thousand_idle_slowdown`]
 /// open, and the most memory the server may then use in all.
-const IDLE_CLIENTS: usize = 10_000;
-const IDLE_MEMORY_BOUND: u64 = 64 << 20;
+pub(super) const IDLE_CLIENTS: usize = 10_000;
+pub(super) const IDLE_MEMORY_BOUND: u64 = 64 << 20;
 /// How many they open before they check that others are still served: enough for a
 /// one-at-a-time chapter to show, few enough to find out quickly.
-const IDLE_FIRST: usize = 100;
+pub(super) const IDLE_FIRST: usize = 100;
 /// How many they open before they wait for the server to take them in: the kernel queues
 /// only 1024 connections the server has not accepted yet.
-const IDLE_BATCH: usize = 1000;
+pub(super) const IDLE_BATCH: usize = 1000;
 
 /// This process needs 10,000 descriptors for each of those two probes, and the usual limit
 /// is 20,000: two at once would not fit beside the other tests. So they take turns.
@@ -556,11 +556,16 @@ fn ten_thousand_turn() -> Result<MutexGuard<'static, ()>, Stop> {
     Ok(TEN_THOUSAND.lock().unwrap_or_else(PoisonError::into_inner))
 }
 
-/// A server for 10,000 idle connections, with `extra` flags if the chapter knows them. No
-/// timeouts while we count: chapter 4 on would close the idle clients within seconds.
+/// The header and keep-alive timeouts of a server for 10,000 idle connections: longer
+/// than the probe, because chapter 4 on would otherwise close the idle clients while we
+/// count them.
+pub(super) const TEN_THOUSAND_TIMEOUTS: Duration = Duration::from_secs(60);
+
+/// A server for 10,000 idle connections, with `extra` flags if the chapter knows them, and
+/// no timeout that could close them while we count ([`TEN_THOUSAND_TIMEOUTS`]).
 fn ten_thousand_server(target: &Target, extra: &[(&'static str, &str)]) -> Result<Server, Stop> {
-    let mut if_supported =
-        vec![("--header-timeout", "60".to_string()), ("--keep-alive-timeout", "60".to_string())];
+    let long = super::concurrency::flag_seconds(TEN_THOUSAND_TIMEOUTS);
+    let mut if_supported = vec![("--header-timeout", long.clone()), ("--keep-alive-timeout", long)];
     if_supported.extend(extra.iter().map(|(flag, value)| (*flag, value.to_string())));
     target.start(Options { if_supported, ..Options::default() })
 }
@@ -700,7 +705,7 @@ pub fn ten_thousand_idle(target: &Target) -> Probed {
 /// after [`BUSY_WARM_UP`] that are not timed. The fastest round counts: at least
 /// [`BUSY_ROUNDS`] of them, and more while [`BUSY_TIME`] lasts (up to [`BUSY_MAX_ROUNDS`]),
 /// so that a moment when other work holds the machine is not all the probe sees.
-const BUSY_ROUND: usize = 100;
+pub(super) const BUSY_ROUND: usize = 100;
 const BUSY_WARM_UP: usize = 20;
 const BUSY_ROUNDS: usize = 3;
 const BUSY_TIME: Duration = Duration::from_millis(500);
@@ -712,7 +717,7 @@ const ROUND_LIMIT: Duration = PATIENCE;
 /// Measured on debug builds: 1x to 2.5x where the loop waits with epoll, a hundred times
 /// and more where it waits with `poll(2)`. The bound sits well away from both, and a
 /// ratio of two rounds on one machine stays put when a busy machine slows both.
-const SLOWDOWN_BOUND: f64 = 12.0;
+pub(super) const SLOWDOWN_BOUND: f64 = 12.0;
 
 /// The busy client of [`ten_thousand_idle_slowdown`]: `GET /hello` after `GET /hello`, on
 /// one keep-alive connection (on a new one whenever the server closes it: chapters 1 and
@@ -890,9 +895,9 @@ pub fn ten_thousand_idle_slowdown(target: &Target) -> Probed {
 /// more memory that may cost the server at its peak. Read whole, it would cost 96 MiB per
 /// client (384 MiB); a chunk at a time (256 KiB), a chunk per client plus what the kernel
 /// buffers, a few MiB. The bound sits far from both.
-const DOWNLOAD_BYTES: usize = 96 << 20;
-const DOWNLOADERS: usize = 4;
-const DOWNLOAD_GROWTH_BOUND: u64 = 64 << 20;
+pub(super) const DOWNLOAD_BYTES: usize = 96 << 20;
+pub(super) const DOWNLOADERS: usize = 4;
+pub(super) const DOWNLOAD_GROWTH_BOUND: u64 = 64 << 20;
 /// How long each turn of [`big_download_memory`] waits on one client before it moves on.
 const TURN: Duration = Duration::from_millis(10);
 
@@ -1040,15 +1045,15 @@ pub fn big_download_memory(target: &Target) -> Probed {
 /// How many answers the flooding client of [`pipelined_flood`] must have had before the
 /// others ask: then the flood is under way. While the others are served, it must get at
 /// least as many again: a loop that shares its turns still serves the flooder too.
-const FLOOD_WARM_UP: usize = 50;
+pub(super) const FLOOD_WARM_UP: usize = 50;
 /// How many `GET /hello` the other clients of [`pipelined_flood`] send (each on a new
 /// connection), how far apart, and how soon each must be answered. A loop that gives each
 /// connection a bounded share of its turn answers in a millisecond or two; one that lets
 /// the flooder have the whole turn never answers while the flood lasts. A second leaves a
 /// wide margin for a busy machine, and keeps the probe short when it fails.
-const FLOOD_OTHERS: usize = 8;
-const FLOOD_OTHERS_EVERY: Duration = Duration::from_millis(250);
-const FLOOD_PROMPTLY: Duration = Duration::from_secs(1);
+pub(super) const FLOOD_OTHERS: usize = 8;
+pub(super) const FLOOD_OTHERS_EVERY: Duration = Duration::from_millis(250);
+pub(super) const FLOOD_PROMPTLY: Duration = Duration::from_secs(1);
 /// How many requests the flooding client writes at once: 64 KiB of them, so that the
 /// server's side of the connection never runs dry between two writes.
 const FLOOD_BATCH: usize = 1700;
@@ -1317,9 +1322,9 @@ fn read_flood(
 /// +16 to +17 MiB with what the allocator keeps besides (+10 to +12 MiB when only the
 /// output buffer keeps 64 KiB; nginx: +1.3 MiB for 500 such clients). The bound sits
 /// between the two kinds.
-const ECHO_CLIENTS: usize = 100;
-const ECHO_BODY: usize = 1 << 20;
-const ECHO_GROWTH_BOUND: u64 = 24 << 20;
+pub(super) const ECHO_CLIENTS: usize = 100;
+pub(super) const ECHO_BODY: usize = 1 << 20;
+pub(super) const ECHO_GROWTH_BOUND: u64 = 24 << 20;
 
 // ANCHOR: idle_buffers_given_back
 /// A request's buffers are given back once it is answered (the contract): an idle

@@ -19,6 +19,7 @@
 //! [`harness`]: crate::harness
 
 mod bad_input;
+pub mod checklist;
 mod concurrency;
 mod cores;
 mod corpus;
@@ -265,6 +266,10 @@ pub const PATIENCE: Duration = Duration::from_secs(5);
 /// millisecond or two, one that lacks it never answers until the other client lets go.
 /// The margin is for machines busy with other work (a parallel build, other tests).
 pub const PROMPTLY: Duration = Duration::from_secs(2);
+
+/// How long a big body (a file of many MiB, read at full speed) may take to arrive whole:
+/// [`PATIENCE`] four times over, for a busy machine.
+pub const WHOLE_BODY_WITHIN: Duration = Duration::from_secs(20);
 
 fn soon() -> Instant {
     Instant::now() + PATIENCE
@@ -565,7 +570,7 @@ pub fn start_big_download(server: &Server, site: &Site) -> Result<(Client, usize
 /// checks it is intact.
 pub fn drain(client: &mut Client, site: &Site, already: usize, what: &str) -> Result<(), Stop> {
     let rest = client
-        .read_body(site.big.len() - already, Instant::now() + 4 * PATIENCE)
+        .read_body(site.big.len() - already, Instant::now() + WHOLE_BODY_WITHIN)
         .map_err(|error| broken(format!("{what}: {error}")))?;
     if let Some(at) = first_difference(&site.big[already..], &rest) {
         return Err(broken(format!("{what}: the body differs from byte {} on", at + already)));

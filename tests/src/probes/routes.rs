@@ -85,7 +85,7 @@ pub fn command_line(target: &Target) -> Probed {
 }
 
 /// The IPv6 loopback address, as `--host` may be given it: bare, or in brackets as in a URL.
-const IPV6_HOSTS: [&str; 2] = ["::1", "[::1]"];
+pub(super) const IPV6_HOSTS: [&str; 2] = ["::1", "[::1]"];
 
 /// `--host ::1` and `--host [::1]` both work, and the first line names the address as a
 /// URL must: `listening on http://[::1]:PORT`. (Without the brackets, `http://::1:8080`
@@ -203,6 +203,10 @@ pub fn hello(target: &Target) -> Probed {
     Ok(Outcome::Works)
 }
 
+/// Values of `ms` that `/sleep` must refuse with a 400: it takes 0 to 10000.
+pub(super) const BAD_SLEEPS: [&str; 6] =
+    ["abc", "-1", "10001", "1.5", "", "99999999999999999999999"];
+
 pub fn sleep_route(target: &Target) -> Probed {
     let server = target.server()?;
     for ms in [0, 50] {
@@ -221,7 +225,7 @@ pub fn sleep_route(target: &Target) -> Probed {
             seconds(took)
         );
     }
-    for bad in ["abc", "-1", "10001", "1.5", "", "99999999999999999999999"] {
+    for bad in BAD_SLEEPS {
         let response =
             exchange(&server, &get(&format!("/sleep?ms={bad}"))).map_err(|stop| match stop {
                 Stop::Broken(what) => broken(format!("{what} (expected a 400: ms is 0..=10000)")),
@@ -299,9 +303,13 @@ pub fn head_requests(target: &Target) -> Probed {
     Ok(Outcome::Works)
 }
 
+/// Paths that are no route (but one letter or slash away from one): each is a 404.
+pub(super) const NOT_FOUND: [&str; 6] =
+    ["/nowhere", "/hello/", "/HELLO", "/files", "/upstreamx", "/stats/x"];
+
 pub fn not_found(target: &Target) -> Probed {
     let server = target.server()?;
-    for path in ["/nowhere", "/hello/", "/HELLO", "/files", "/upstreamx", "/stats/x"] {
+    for path in NOT_FOUND {
         expect_status(&exchange(&server, &get(path))?, &[404], &format!("GET {path}"))?;
     }
     let request = b"OPTIONS * HTTP/1.1\r\nHost: suite\r\n\r\n";
@@ -309,19 +317,22 @@ pub fn not_found(target: &Target) -> Probed {
     Ok(Outcome::Works)
 }
 
+/// A known method on a route that does not take it, and the `Allow` its 405 must list (in
+/// any order). The server is started without `--upstream`: `/upstream/` is still a route.
+pub(super) const NOT_ALLOWED: [(&str, &str, &str); 9] = [
+    ("DELETE", "/hello", "GET, HEAD"),
+    ("POST", "/hello", "GET, HEAD"),
+    ("PUT", "/", "GET, HEAD"),
+    ("POST", "/stats", "GET, HEAD"),
+    ("PATCH", "/sleep?ms=1", "GET, HEAD"),
+    ("DELETE", "/files/index.html", "GET, HEAD"),
+    ("POST", "/upstream/x", "GET, HEAD"),
+    ("GET", "/echo", "POST"),
+    ("PUT", "/echo", "POST"),
+];
+
 pub fn method_not_allowed(target: &Target) -> Probed {
     let server = target.server()?;
-    let cases = [
-        ("DELETE", "/hello", "GET, HEAD"),
-        ("POST", "/hello", "GET, HEAD"),
-        ("PUT", "/", "GET, HEAD"),
-        ("POST", "/stats", "GET, HEAD"),
-        ("PATCH", "/sleep?ms=1", "GET, HEAD"),
-        ("DELETE", "/files/index.html", "GET, HEAD"),
-        ("POST", "/upstream/x", "GET, HEAD"),
-        ("GET", "/echo", "POST"),
-        ("PUT", "/echo", "POST"),
-    ];
     let methods = |list: &str| {
         let mut methods: Vec<String> = list
             .split(',')
@@ -331,7 +342,7 @@ pub fn method_not_allowed(target: &Target) -> Probed {
         methods.sort();
         methods
     };
-    for (method, path, allow) in cases {
+    for (method, path, allow) in NOT_ALLOWED {
         let what = format!("{method} {path}");
         let response = exchange(&server, &request_and_close(method, path))?;
         expect_status(&response, &[405], &what)?;
@@ -341,10 +352,12 @@ pub fn method_not_allowed(target: &Target) -> Probed {
     Ok(Outcome::Works)
 }
 
+/// Methods nobody knows (methods are case-sensitive: `get` is not GET): each is a 501.
+pub(super) const UNKNOWN_METHODS: [&str; 4] = ["BREW", "FOO", "get", "M-SEARCH"];
+
 pub fn unknown_method(target: &Target) -> Probed {
     let server = target.server()?;
-    // Methods are case-sensitive: `get` is not GET, it is a method nobody knows.
-    for method in ["BREW", "FOO", "get", "M-SEARCH"] {
+    for method in UNKNOWN_METHODS {
         let response = exchange(&server, &request_and_close(method, "/hello"))?;
         expect_status(&response, &[501], &format!("{method} /hello"))?;
     }
@@ -354,7 +367,7 @@ pub fn unknown_method(target: &Target) -> Probed {
 pub fn echo(target: &Target) -> Probed {
     let server = target.server()?;
     let every_byte: Vec<u8> = (0..=255).collect();
-    let largest = site::pattern(1024 * 1024);
+    let largest = site::pattern(super::corpus::BODY_LIMIT);
     let bodies: [&[u8]; 4] = [b"hello, echo", b"", &every_byte, &largest];
     for body in bodies {
         let what = format!("POST /echo with {} bytes", body.len());
@@ -381,7 +394,7 @@ pub fn echo_needs_length(target: &Target) -> Probed {
 /// for (or buffering) a body it will not take.
 pub fn echo_too_large(target: &Target) -> Probed {
     let mut server = target.server()?;
-    let too_long = 1024 * 1024 + 1;
+    let too_long = super::corpus::BODY_LIMIT + 1;
     let head = format!("POST /echo HTTP/1.1\r\nHost: suite\r\nContent-Length: {too_long}\r\n\r\n");
     let what = format!("POST /echo with Content-Length: {too_long} (no body sent)");
     let response = exchange(&server, head.as_bytes())?;
@@ -476,7 +489,7 @@ pub fn big_file_intact(target: &Target) -> Probed {
 
 /// How soon a request for a FIFO must be answered: at once, in fact; the margin is for a
 /// busy machine.
-const FIFO_PROMPTLY: Duration = Duration::from_secs(2);
+pub(super) const FIFO_PROMPTLY: Duration = Duration::from_secs(2);
 
 /// Files under the root that are not regular files are 404 (the contract), and asking for
 /// one must not block. Opening a FIFO for reading waits until some process opens it for
@@ -677,7 +690,7 @@ fn no_content_ends_at_its_head(server: &Server) -> Result<(), Stop> {
 /// Well under the upstream's 5 s: how long a 502 for an endless response head may take.
 /// The head is over 8 KiB after the first read, so a chapter answers in milliseconds; the
 /// rest is margin for a busy machine.
-const QUICKLY: Duration = Duration::from_secs(3);
+pub(super) const QUICKLY: Duration = Duration::from_secs(3);
 
 pub fn upstream_errors(target: &Target) -> Probed {
     let (mut server, upstream) = with_upstream(target)?;
@@ -752,6 +765,11 @@ fn endless_head(server: &Server, upstream: &Upstream) -> Result<(), Stop> {
     Ok(())
 }
 
+/// The contract's upstream timeout: an upstream that has not answered by then is a 504.
+pub(super) const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(5);
+/// The earliest a 504 may come: the timeout, less a margin for the two clocks.
+pub(super) const UPSTREAM_TIMEOUT_EARLIEST: Duration = Duration::from_millis(4500);
+
 /// An upstream that never answers: 504 after the contract's 5 s, not much sooner or later.
 pub fn upstream_timeout(target: &Target) -> Probed {
     let (server, _upstream) = with_upstream(target)?;
@@ -761,13 +779,13 @@ pub fn upstream_timeout(target: &Target) -> Probed {
     sending(&mut client, &get("/upstream/hang"), what)?;
     // `receive` waits PATIENCE for an answer; the first 4.5 s of the wait are the point.
     client
-        .wait_for_bytes(started + Duration::from_secs(5) + super::PATIENCE)
+        .wait_for_bytes(started + UPSTREAM_TIMEOUT + super::PATIENCE)
         .map_err(|error| broken(format!("{what}: {error}")))?;
     let response = receive(&mut client, &server, false, what)?;
     let took = started.elapsed();
     expect_status(&response, &[504], what)?;
     check!(
-        took >= Duration::from_millis(4500),
+        took >= UPSTREAM_TIMEOUT_EARLIEST,
         "{what}: 504 after only {}, expected about 5 s",
         seconds(took)
     );
