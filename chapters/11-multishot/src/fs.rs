@@ -1,0 +1,156 @@
+//! Files through the ring: opening is an operation, and the kernel does the blocking part
+//! (a slow disk) on workers of its own. Chapters 6 to 9 needed a thread pool of ours for
+//! it; here it is gone. `--fs-delay-ms` is a sleep before each open and each read: the
+//! slow disk, still simulated with no thread of ours.
+//!
+//! New in chapter 11: a file's bytes never come to us. They go from the file into a pipe,
+//! and from the pipe to the socket, by `splice` (`IORING_OP_SPLICE`), as nginx's `sendfile`
+//! sends them: the kernel hands on references to the page cache's pages, and copies none
+//! into a buffer of ours. A download holds a pipe, and no memory of ours.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::Duration;
+
+use nix::fcntl::{fcntl, FcntlArg, OFlag};
+use nix::libc;
+use nix::sys::stat::{fstat, SFlag};
+
+use shared::files;
+use shared::http::Response;
+
+use crate::proactor::submit;
+use crate::ring::{io_uring_sqe, IORING_OP_OPENAT2, IORING_OP_SPLICE};
+use crate::time::sleep;
+
+/// `openat2`'s argument (`<linux/openat2.h>`): with `RESOLVE_BENEATH`, the kernel refuses
+/// a path that leads out of the folder it starts from, by `..` or by a symbolic link.
+#[repr(C)]
+struct open_how {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+
+// ANCHOR: files
+pub struct Files {
+    /// `--root`, open once: files are opened beneath it.
+    root: File,
+    delay: Duration,
+}
+
+impl Files {
+    /// `delay` is `--fs-delay-ms`, the simulated slow disk.
+    pub fn new(root: &Path, delay: Duration) -> io::Result<Files> {
+        Ok(Files { root: File::open(root)?, delay })
+    }
+
+    /// Opens `relative` under the root, with a pipe to send it through; the file's length
+    /// comes with it. `O_NONBLOCK`: were it a FIFO, opening it must not wait for a writer.
+    pub async fn open(&self, relative: PathBuf) -> Result<(Download, u64), Response> {
+        let flags = (libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC) as u64;
+        let how = Box::new(open_how { flags, mode: 0, resolve: 0x08 }); // RESOLVE_BENEATH
+        let path = CString::new(relative.as_os_str().as_bytes()).map_err(|_| not_a_file())?;
+        let root = self.root.as_raw_fd(); // lives as long as `self`, and so as the operation
+        self.slow_disk().await;
+        // SAFETY: the entry points into the path's and the `open_how`'s heap blocks, which
+        // the operation owns.
+        let open = unsafe {
+            submit((path, how), None, |(path, how)| {
+                let entry = io_uring_sqe::new(IORING_OP_OPENAT2, root, path.as_ptr().cast(), 24);
+                entry.with(0, &raw const **how as u64)
+            })
+        };
+        // EXDEV: the path leads out of the root; ELOOP: through a loop of links.
+        let file = match open.await.0 {
+            // SAFETY: a descriptor the kernel has just made, for us alone.
+            Ok(fd) => unsafe { OwnedFd::from_raw_fd(fd as i32) },
+            Err(error) if matches!(error.raw_os_error(), Some(libc::EXDEV | libc::ELOOP)) => {
+                return Err(not_a_file());
+            }
+            Err(error) => return Err(files::error_response(&error)),
+        };
+        // A look at what was opened (the open brought it in): a folder, a FIFO, a device?
+        let status = fstat(&file).map_err(|_| not_a_file())?;
+        if SFlag::from_bits_truncate(status.st_mode) & SFlag::S_IFMT != SFlag::S_IFREG {
+            return Err(not_a_file());
+        }
+        let pipe = Pipe::new().map_err(|error| files::error_response(&error))?;
+        Ok((Download { file: Rc::new(file), pipe }, status.st_size as u64))
+    }
+
+    /// Moves the next `len` bytes of a download's file, from `offset`, into its pipe: the
+    /// disk's part of a download (the slow disk's delay first).
+    pub async fn read(&self, download: &Download, offset: u64, len: usize) -> io::Result<usize> {
+        self.slow_disk().await;
+        let (file, pipe) = (download.file.clone(), download.pipe.writer.clone());
+        splice(file, Some(offset), pipe, len, None).await
+    }
+
+    /// `--fs-delay-ms`: a sleep on the loop's timers, as `/sleep`'s. (It could be a timer
+    /// in the ring, linked before the operation: see the exercises.)
+    async fn slow_disk(&self) {
+        if !self.delay.is_zero() {
+            sleep(self.delay).await;
+        }
+    }
+}
+// ANCHOR_END: files
+
+// ANCHOR: splice
+/// A file on its way, and the pipe it goes through.
+pub struct Download {
+    file: Rc<OwnedFd>,
+    pub pipe: Pipe,
+}
+
+/// A pipe: the kernel's buffer between a file and a socket.
+pub struct Pipe {
+    pub reader: Rc<OwnedFd>,
+    writer: Rc<OwnedFd>,
+    /// How many bytes it holds: 1 MiB where the kernel allows it (`F_SETPIPE_SZ`; a pipe
+    /// starts at 64 KiB), so that a download is a few splices, not hundreds.
+    pub size: usize,
+}
+
+impl Pipe {
+    pub fn new() -> io::Result<Pipe> {
+        let (reader, writer) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        let size = fcntl(&writer, FcntlArg::F_SETPIPE_SZ(1 << 20)).unwrap_or(64 * 1024);
+        Ok(Pipe { reader: Rc::new(reader), writer: Rc::new(writer), size: size as usize })
+    }
+}
+
+/// Moves up to `len` bytes from `from` (a file, at `offset`; or a pipe: `None`) to `to`,
+/// one of the two a pipe: `IORING_OP_SPLICE`, carried out by the kernel's own workers.
+/// Past `limit`, it is cancelled (`TimedOut`).
+pub async fn splice<F: AsFd + 'static, T: AsFd + 'static>(
+    from: Rc<F>, offset: Option<u64>, to: Rc<T>, len: usize, limit: Option<Duration>,
+) -> io::Result<usize> {
+    // SAFETY: a splice points at no memory; the operation keeps both descriptors open.
+    let splice = unsafe {
+        submit((from, to), limit, |(from, to)| {
+            let (to, from) = (to.as_fd().as_raw_fd(), from.as_fd().as_raw_fd());
+            let entry = io_uring_sqe::new(IORING_OP_SPLICE, to, std::ptr::null(), len as u32);
+            // -1 (`u64::MAX`): no offset, for a pipe or a socket.
+            let addr = offset.unwrap_or(u64::MAX); // the offset to read `from` at
+            io_uring_sqe { addr, off: u64::MAX, splice_fd_in: from, ..entry }
+        })
+    };
+    match splice.await.0 {
+        Err(error) if error.raw_os_error() == Some(libc::ECANCELED) => {
+            Err(io::ErrorKind::TimedOut.into()) // the limit passed
+        }
+        moved => moved.map(|count| count as usize),
+    }
+}
+// ANCHOR_END: splice
+
+fn not_a_file() -> Response {
+    Response::error(404, "no such file")
+}

@@ -1,0 +1,238 @@
+//! Sockets whose calls are operations in the ring: chapter 9's `Async<T>`, completed.
+//!
+//! Chapter 9 tried each call and, at `EAGAIN`, waited for readiness. Here a receive, a
+//! send, an accept is an operation the kernel carries out, and the task waits for its
+//! completion (`proactor.rs`). The socket is shared (`Rc`) with every operation using it:
+//! closed while an entry naming it waits in the ring, its number would be reused by the
+//! next `accept`, and the entry would act on someone else's socket.
+//!
+//! New in chapter 11: one multishot receive serves a connection for its whole life, picking
+//! a provided buffer (`buffers.rs`) only when bytes arrive: an idle client holds none, and
+//! there is no poll before each receive (chapter 10's two entries a request are one, made
+//! once). And a send first tries without waiting, so it needs a timer only if it must wait.
+
+use std::cell::Cell;
+use std::future::poll_fn;
+use std::io;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::ops::Deref;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd};
+use std::rc::Rc;
+use std::task::Poll;
+use std::time::Duration;
+
+use nix::libc::{self, POLLIN, POLLOUT};
+
+use shared::buffer::Buffer;
+use shared::upstream;
+
+use crate::buffers::GROUP;
+use crate::proactor::{self, submit, Completion, Op};
+use crate::ring::{io_uring_sqe, IORING_ACCEPT_MULTISHOT, IORING_CQE_F_BUFFER, IORING_OP_ACCEPT};
+use crate::ring::{IORING_OP_POLL_ADD, IORING_OP_RECV, IORING_OP_SEND, IORING_RECV_MULTISHOT};
+use crate::ring::IOSQE_BUFFER_SELECT;
+
+// ANCHOR: async
+/// A descriptor that operations in the ring may use, shared with them.
+pub struct Async<T: AsFd + 'static> {
+    inner: Rc<T>,
+    /// New: a stream's multishot receive, armed by the first `receive` and again whenever
+    /// it ends (its buffers ran out, say); its completions wait in its slot meanwhile.
+    receiving: Cell<Option<Op<Rc<T>>>>,
+}
+
+impl<T: AsFd + 'static> Async<T> {
+    pub fn new(inner: T) -> Async<T> {
+        Async { inner: Rc::new(inner), receiving: Cell::new(None) }
+    }
+
+    pub fn get_ref(&self) -> &T {
+        &self.inner
+    }
+
+    /// The descriptor, for an operation to keep open (a splice to a socket).
+    pub fn shared(&self) -> Rc<T> {
+        self.inner.clone()
+    }
+
+    /// Waits until the descriptor is ready for `events`: readiness, as an operation.
+    async fn ready(&self, events: i16) -> io::Result<()> {
+        // SAFETY: a poll points at no memory; the operation keeps the descriptor open.
+        let poll = unsafe {
+            submit(self.inner.clone(), None, |inner| {
+                let fd = inner.as_fd().as_raw_fd();
+                io_uring_sqe::new(IORING_OP_POLL_ADD, fd, std::ptr::null(), 0)
+                    .with(events as u32, 0)
+            })
+        };
+        poll.await.0.map(drop)
+    }
+
+    /// For what has no operation of its own (emptying a pipe): runs `call` until it does
+    /// not say `EAGAIN`, waiting until the descriptor is readable before each try.
+    pub async fn read_with<R>(&self, mut call: impl FnMut(&T) -> io::Result<R>) -> io::Result<R> {
+        loop {
+            match call(&self.inner) {
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                    self.ready(POLLIN).await?
+                }
+                result => return result,
+            }
+        }
+    }
+}
+// ANCHOR_END: async
+
+// ANCHOR: stream
+impl Async<TcpListener> {
+    /// New: a multishot accept (`IORING_ACCEPT_MULTISHOT`): one entry accepts client after
+    /// client, a completion each, until it ends (see [`accepted`]).
+    pub fn accepts(&self) -> Op<Rc<TcpListener>> {
+        // SAFETY: no address is asked for (the pointers are null); the operation keeps the
+        // listener open.
+        unsafe {
+            submit(self.inner.clone(), None, |listener| {
+                let entry = io_uring_sqe::new(IORING_OP_ACCEPT, listener.as_raw_fd(), std::ptr::null(), 0);
+                let entry = entry.with(libc::SOCK_CLOEXEC as u32, 0);
+                io_uring_sqe { ioprio: IORING_ACCEPT_MULTISHOT, ..entry }
+            })
+        }
+    }
+}
+
+/// The client an accept's completion brings: the kernel made its socket.
+pub fn accepted(completion: Completion) -> io::Result<TcpStream> {
+    match completion.res {
+        res if res < 0 => Err(io::Error::from_raw_os_error(-res)),
+        // SAFETY: a descriptor the kernel has just made, for us alone.
+        socket => Ok(unsafe { TcpStream::from_raw_fd(socket) }),
+    }
+}
+
+impl Async<TcpStream> {
+    /// Connects without blocking: the socket becomes writable when the handshake is over,
+    /// and `SO_ERROR` says how it went.
+    pub async fn connect(address: SocketAddr) -> io::Result<Async<TcpStream>> {
+        let stream = Async::new(upstream::start_connecting(address)?);
+        stream.ready(POLLOUT).await?;
+        match stream.get_ref().take_error()? {
+            None => Ok(stream),
+            Some(error) => Err(error),
+        }
+    }
+
+    /// Receives what has arrived onto the end of `buffer`; 0 means the peer has closed.
+    /// Dropped before it is ready, it loses nothing: what comes waits in the receive's slot.
+    pub async fn read_to(&self, buffer: &mut Buffer) -> io::Result<usize> {
+        poll_fn(|cx| loop {
+            let mut receiving = self.receiving.take().unwrap_or_else(|| self.receive());
+            let next = receiving.poll_next(cx);
+            self.receiving.set(Some(receiving));
+            let Completion { res, flags } = match next {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) => {
+                    self.receiving.set(None); // it ended: armed again, at once
+                    continue;
+                }
+                Poll::Ready(Some(completion)) => completion,
+            };
+            if flags & IORING_CQE_F_BUFFER != 0 {
+                proactor::take_bytes(Completion { res, flags }, buffer);
+            }
+            return Poll::Ready(match res {
+                // No buffer was left: its bytes wait in the socket, for the receive that
+                // follows (the buffers come back as their tasks copy them out, this turn).
+                _ if res == -libc::ENOBUFS => continue,
+                _ if res < 0 => Err(io::Error::from_raw_os_error(-res)),
+                count => Ok(count as usize),
+            });
+        })
+        .await
+    }
+
+    /// A multishot receive (`IORING_RECV_MULTISHOT`) that picks its buffers from the loop's
+    /// (`IOSQE_BUFFER_SELECT`, `buf_group`): it completes each time bytes arrive.
+    fn receive(&self) -> Op<Rc<TcpStream>> {
+        // SAFETY: the entry points at no memory of ours: the kernel picks a provided buffer.
+        unsafe {
+            submit(self.inner.clone(), None, |stream| {
+                let entry = io_uring_sqe::new(IORING_OP_RECV, stream.as_raw_fd(), std::ptr::null(), 0);
+                let flags = entry.flags | IOSQE_BUFFER_SELECT;
+                io_uring_sqe { flags, ioprio: IORING_RECV_MULTISHOT, buf_group: GROUP, ..entry }
+            })
+        }
+    }
+
+    /// Receives no more for now (too much is queued): the kernel is asked to end the
+    /// multishot receive, and the bytes stay in the socket, pushing back on the client.
+    /// What came before the cancel landed still comes to `read_to`.
+    pub fn stop_receiving(&self) {
+        let receiving = self.receiving.take();
+        receiving.iter().for_each(Op::cancel);
+        self.receiving.set(receiving);
+    }
+
+    /// Waits until the peer has left with a reset (or the socket failed): how a task that
+    /// reads no more still learns that its client is gone. A poll for no event: errors and
+    /// hang-ups are reported whatever was asked. A half-close (end-of-file) is no leaving.
+    pub async fn departed(&self) -> io::Error {
+        if let Err(error) = self.ready(0).await {
+            return error;
+        }
+        match self.inner.take_error() {
+            Ok(Some(error)) | Err(error) => error,
+            Ok(None) => std::future::pending().await, // half-closed: wait on
+        }
+    }
+
+    /// Sends `bytes[from..]` (a `Buffer`), or the first part of it, within `limit`: how
+    /// much, and the bytes back. New: first without waiting (`MSG_DONTWAIT`) and so without
+    /// a timer, which a socket with room, nearly always, makes enough; only a send that
+    /// would block waits in the ring, with the limit linked to it. `MSG_NOSIGNAL`: a peer
+    /// that left gives `EPIPE`, not a `SIGPIPE`.
+    pub async fn send<B: Deref<Target = [u8]> + 'static>(
+        &self, bytes: B, from: usize, limit: Option<Duration>,
+    ) -> (io::Result<usize>, B) {
+        let (sent, bytes) = self.send_once(bytes, from, None, libc::MSG_DONTWAIT).await;
+        match sent {
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                self.send_once(bytes, from, limit, 0).await
+            }
+            sent => (sent, bytes),
+        }
+    }
+
+    async fn send_once<B: Deref<Target = [u8]> + 'static>(
+        &self, bytes: B, from: usize, limit: Option<Duration>, flags: i32,
+    ) -> (io::Result<usize>, B) {
+        // SAFETY: the entry points into the bytes' heap block, which the operation owns.
+        let send = unsafe {
+            submit((self.inner.clone(), bytes), limit, |(stream, bytes)| {
+                let (fd, rest) = (stream.as_raw_fd(), &bytes[from..]);
+                let entry = io_uring_sqe::new(IORING_OP_SEND, fd, rest.as_ptr(), rest.len() as u32);
+                entry.with((libc::MSG_NOSIGNAL | flags) as u32, 0)
+            })
+        };
+        let (sent, (_, bytes)) = send.await;
+        let timed_out = |error: io::Error| match error.raw_os_error() {
+            Some(libc::ECANCELED) => io::ErrorKind::TimedOut.into(), // the limit passed
+            _ => error,
+        };
+        (sent.map(|count| count as usize).map_err(timed_out), bytes)
+    }
+
+    pub async fn write_all(&self, bytes: &[u8]) -> io::Result<()> {
+        let (mut buffer, mut sent) = (Buffer::new(), 0);
+        buffer.extend_from_slice(bytes); // the copy the sends own, from the thread's pool
+        while sent < buffer.len() {
+            let count;
+            (count, buffer) = self.send(buffer, sent, None).await;
+            match count? {
+                0 => return Err(io::ErrorKind::WriteZero.into()),
+                count => sent += count, // a partial send is normal: go on
+            }
+        }
+        Ok(())
+    }
+}
+// ANCHOR_END: stream
