@@ -141,7 +141,12 @@ pub struct Client {
 impl Client {
     /// Connects, giving up after two seconds.
     pub fn connect(address: SocketAddr) -> io::Result<Client> {
-        let stream = TcpStream::connect_timeout(&address, Duration::from_secs(2))?;
+        Client::connect_within(address, Duration::from_secs(2))
+    }
+
+    /// Connects, giving up after `timeout`.
+    pub fn connect_within(address: SocketAddr, timeout: Duration) -> io::Result<Client> {
+        let stream = TcpStream::connect_timeout(&address, timeout)?;
         // Small writes must leave at once: the probes that trickle bytes depend on it.
         stream.set_nodelay(true)?;
         Ok(Client { stream, pending: Vec::new(), received: 0 })

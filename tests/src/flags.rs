@@ -50,10 +50,10 @@ pub const FLAGS: &[Flag] = &[
     flag("--upstream", "HOST:PORT", "checks of `/upstream/`", Needed::Always),
     flag("--fs-delay-ms", "N", "`slow_disk`", Needed::Always),
     flag("--trace", "", "`closed_stderr`", Needed::Always),
-    flag("--header-timeout", "SECONDS", "timeouts, slowloris, 10,000 idle", Needed::With(Capability::Timeouts)),
-    flag("--keep-alive-timeout", "SECONDS", "timeouts, 10,000 idle", Needed::With(Capability::Timeouts)),
+    flag("--header-timeout", "SECONDS", "timeouts, slowloris, 10,000 idle, `idle_after_a_burst`", Needed::With(Capability::Timeouts)),
+    flag("--keep-alive-timeout", "SECONDS", "timeouts, 10,000 idle, `idle_after_a_burst`", Needed::With(Capability::Timeouts)),
     flag("--send-timeout", "SECONDS", "`send_timeout`", Needed::With(Capability::Timeouts)),
-    flag("--threads", "N", "`spread_over_loops`; 1 in the flood and departure checks", Needed::With(Capability::MoreThanOneCore)),
+    flag("--threads", "N", "`spread_over_loops` and `graceful_shutdown`; 1 in the flood, burst and departure checks", Needed::With(Capability::MoreThanOneCore)),
     flag("--backend", "poll", "`ten_thousand_idle_slowdown`", Needed::Never),
     flag("--upstream-limit", "1", "`departing_clients`, where `--help` lists it", Needed::Never),
 ];

@@ -83,7 +83,13 @@ pub const MANIFEST: &[Row] = &[
             route panics. The event loop catches the panic and closes only that callback's \
             connection; each chapter's own unit test \
             `a_panicking_callback_costs_only_its_own_registration` (in `event_loop.rs`) \
-            checks it.",
+            checks it. Two probes stop the server (SIGSTOP) while clients send, so that it \
+            finds them all at once when it goes on (SIGCONT): in `idle_after_a_burst`, 2,000 \
+            idle kept-alive clients each send a 12 KiB `POST /echo`, and once they are idle \
+            again the server's resident memory must be within 4 MiB of what it was before; \
+            in `burst_of_clients`, 200 new clients each send `GET /hello`, and `/stats` must \
+            count at most 50 turns of the loop until all are answered (one client let in a \
+            turn is 200).",
         ),
     },
     Row {
@@ -167,7 +173,14 @@ pub const MANIFEST: &[Row] = &[
             within 1 s (a loop that gives each connection a bounded share of its turn \
             answers in a millisecond or two), and the flooding client must go on being \
             answered too. Chapter 9 runs with `--threads 1` for it: with two loops, a \
-            client that lands on the loop the flood leaves alone is served by luck.",
+            client that lands on the loop the flood leaves alone is served by luck. \
+            `flood_behind_a_wait` has one client pipeline 1 MiB of `GET /hello`, twice as it \
+            is and twice behind a `GET /sleep?ms=100`, and compares the server's CPU time per \
+            request (from `/proc`): behind the wait it may be at most twice as much. A server \
+            that moves the piled-up megabyte for every request answered pays four to five \
+            times as much in a debug build (the suite's), sixteen to eighteen times in a \
+            release build, while everyone else waits; a cost, not the others' wait, because in a debug build a loop \
+            that answers the whole megabyte in one turn keeps them waiting almost as long.",
         ),
     },
     Row {
@@ -187,7 +200,13 @@ pub const MANIFEST: &[Row] = &[
             Yes,
             Yes,
         ],
-        note: None,
+        note: Some(
+            "`graceful_shutdown` holds a big response in flight after SIGTERM (its client \
+            reads none of it), and meanwhile a new client connects every 0.2 s: from 1 s \
+            after the signal on, each must be refused, and before, one let in must be \
+            answered. Chapters 9 and 10 run with `--threads 2` for it: every loop must stop \
+            accepting, not only the one the signal reached.",
+        ),
     },
     Row {
         capability: Capability::SleepAndUpstream,
@@ -229,8 +248,10 @@ pub const MANIFEST: &[Row] = &[
             Yes,
         ],
         note: Some(
-            "The probe has clients leave with a reset at four awkward moments: five during \
-            `GET /sleep?ms=4000` (`/stats` must stop counting them within 1 s); one that \
+            "The probe has clients leave with a reset at five awkward moments: five during \
+            `GET /sleep?ms=4000` (`/stats` must stop counting them within 1 s); one with \
+            1.25 MiB of pipelined `GET /hello` behind a `GET /sleep?ms=5000`, more than the \
+            server buffers (`/stats` must stop counting it within 1 s too); one that \
             pipelined twenty slow `/upstream/` requests, while the first is being fetched \
             (the upstream must get no second one); thirty that each pipelined 16 KiB of `GET \
             /sleep?ms=10000` (the server must give their descriptors back within 1.5 s); and, \

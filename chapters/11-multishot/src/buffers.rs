@@ -130,6 +130,8 @@ impl Drop for BufferRing {
     fn drop(&mut self) {
         // SAFETY: our own allocations, from `new`; the proactor drops this only once the
         // ring has nothing in flight that could still write into a buffer.
-        drop(unsafe { (Box::from_raw(self.entries.as_ptr()), Box::from_raw(self.buffers.as_ptr())) });
+        drop(unsafe {
+            (Box::from_raw(self.entries.as_ptr()), Box::from_raw(self.buffers.as_ptr()))
+        });
     }
 }

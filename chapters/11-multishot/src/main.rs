@@ -9,8 +9,8 @@
 //! kernel reads files on workers of its own: the thread pool is gone. What the loops share
 //! is what they shared in chapter 9 ([`Loops`]), the root folder in place of the pool.
 
-mod connection;
 mod buffers;
+mod connection;
 mod executor;
 mod fs;
 mod net;
@@ -23,8 +23,8 @@ mod timers;
 mod upstream;
 
 use std::cell::RefCell;
-use std::io;
 use std::future::poll_fn;
+use std::io;
 use std::net::TcpListener;
 use std::os::fd::AsRawFd;
 use std::rc::Rc;

@@ -28,9 +28,9 @@ use shared::upstream;
 
 use crate::buffers::GROUP;
 use crate::proactor::{self, submit, Completion, Op};
+use crate::ring::IOSQE_BUFFER_SELECT;
 use crate::ring::{io_uring_sqe, IORING_ACCEPT_MULTISHOT, IORING_CQE_F_BUFFER, IORING_OP_ACCEPT};
 use crate::ring::{IORING_OP_POLL_ADD, IORING_OP_RECV, IORING_OP_SEND, IORING_RECV_MULTISHOT};
-use crate::ring::IOSQE_BUFFER_SELECT;
 
 // ANCHOR: async
 /// A descriptor that operations in the ring may use, shared with them.
@@ -92,7 +92,8 @@ impl Async<TcpListener> {
         // listener open.
         unsafe {
             submit(self.inner.clone(), None, |listener| {
-                let entry = io_uring_sqe::new(IORING_OP_ACCEPT, listener.as_raw_fd(), std::ptr::null(), 0);
+                let entry =
+                    io_uring_sqe::new(IORING_OP_ACCEPT, listener.as_raw_fd(), std::ptr::null(), 0);
                 let entry = entry.with(libc::SOCK_CLOEXEC as u32, 0);
                 io_uring_sqe { ioprio: IORING_ACCEPT_MULTISHOT, ..entry }
             })
@@ -156,7 +157,8 @@ impl Async<TcpStream> {
         // SAFETY: the entry points at no memory of ours: the kernel picks a provided buffer.
         unsafe {
             submit(self.inner.clone(), None, |stream| {
-                let entry = io_uring_sqe::new(IORING_OP_RECV, stream.as_raw_fd(), std::ptr::null(), 0);
+                let entry =
+                    io_uring_sqe::new(IORING_OP_RECV, stream.as_raw_fd(), std::ptr::null(), 0);
                 let flags = entry.flags | IOSQE_BUFFER_SELECT;
                 io_uring_sqe { flags, ioprio: IORING_RECV_MULTISHOT, buf_group: GROUP, ..entry }
             })

@@ -177,7 +177,8 @@ impl Proactor {
         };
         if let Err(error) = pushed {
             let res = -error.raw_os_error().unwrap_or(libc::EIO); // not queued: failed at once
-            (slot.in_flight, slot.completions) = (false, VecDeque::from([Completion { res, flags: 0 }]));
+            (slot.in_flight, slot.completions) =
+                (false, VecDeque::from([Completion { res, flags: 0 }]));
         }
         user_data
     }
@@ -201,7 +202,9 @@ impl Proactor {
     /// Its future was dropped, with the memory it held: kept in the slot until the kernel
     /// is done with it, and the operation asked to end; or, if it is done, handed back to
     /// be freed, with what its untaken completions brought (see `Slot::orphan`).
-    fn abandon(&mut self, user_data: u64, owned: Box<dyn Any>) -> (Option<Box<dyn Any>>, Vec<OwnedFd>) {
+    fn abandon(
+        &mut self, user_data: u64, owned: Box<dyn Any>,
+    ) -> (Option<Box<dyn Any>>, Vec<OwnedFd>) {
         let Some(slot) = self.slot(user_data) else { return (Some(owned), Vec::new()) };
         let mut slot_completions = std::mem::take(&mut slot.completions);
         let in_flight = slot.in_flight;

@@ -18,24 +18,27 @@ use std::fmt::Write;
 use std::time::Duration;
 
 use super::concurrency::{
-    GRACE_PERIOD, HEADER_PROBE_KEEP_ALIVE, HOLDS_MS, PROMPT_EXIT, READY_REQUESTS, READY_SLEEP,
+    GRACE_PERIOD, HEADER_PROBE_KEEP_ALIVE, HOLDS_MS, NEWCOMERS, NEWCOMERS_EVERY,
+    NEWCOMER_ANSWERED_WITHIN, PROMPT_EXIT, READY_REQUESTS, READY_SLEEP, REFUSED_WITHIN,
     SLEEP_AT_SHUTDOWN, TIMEOUT_EARLY, TIMEOUT_SLACK, TIMEOUT_UNDER_TEST,
 };
 use super::cores::{CONNECTIONS, REQUESTS_EACH, SERVING_SHARE, THREADS};
 use super::corpus::{self, Answer, BODY_LIMIT, HEADER_LINES_LIMIT, HEAD_LIMIT};
 use super::departures::{
-    AFTER_THE_LINE_WITHIN, DESCRIPTORS_BACK_WITHIN, FETCH, FIRST_SLEEP, GONE_WITHIN, IN_LINE,
-    IN_LINE_PIPELINED, PIPELINED_FETCHES, PIPELINED_SLEEP_MS, PIPELINERS, SLEEPERS, SLEEPERS_SLEEP,
-    UPSTREAM_WATCH,
+    AFTER_THE_LINE_WITHIN, DESCRIPTORS_BACK_WITHIN, FETCH, FIRST_SLEEP, FULL_PIPELINE_BYTES,
+    FULL_READ, FULL_SLEEP_MS, GONE_WITHIN, IN_LINE, IN_LINE_PIPELINED, PIPELINED_FETCHES,
+    PIPELINED_SLEEP_MS, PIPELINERS, SLEEPERS, SLEEPERS_SLEEP, UPSTREAM_WATCH,
 };
-use super::faults::STRAY;
+use super::faults::{STRAY, URGENT_ANSWER_WITHIN, URGENT_SLEEP_MS};
 use super::floods::{
-    BUSY_ROUND, BYTE_EVERY, CPU_WINDOW, DOWNLOADERS, DOWNLOAD_BYTES, DOWNLOAD_GROWTH_BOUND,
-    ECHO_BODY, ECHO_CLIENTS, ECHO_GROWTH_BOUND, FLOOD_CLIENTS, FLOOD_FD_LIMIT, FLOOD_OTHERS,
-    FLOOD_OTHERS_EVERY, FLOOD_PROMPTLY, FLOOD_WARM_UP, IDLE_BATCH, IDLE_CLIENTS, IDLE_MEMORY_BOUND,
-    LAZY_DESCRIPTORS, MAX_CPU_WHILE_FLOODED, PIPELINE_BYTES, PIPELINE_GROWTH_BOUND,
-    PUSHED_BACK_AFTER, SLOWDOWN_BOUND, SLOWLORIS_CLIENTS, SLOWLORIS_FD_LIMIT,
-    SLOWLORIS_HEADER_TIMEOUT, SLOWLORIS_PATIENCE, TEN_THOUSAND_TIMEOUTS,
+    BURST_BODY, BURST_CLIENTS, BURST_GROWTH_BOUND, BURST_OF, BURST_TURNS_BOUND, BUSY_ROUND,
+    BYTE_EVERY, COST_BEHIND_A_WAIT_BOUND, CPU_WINDOW, DOWNLOADERS, DOWNLOAD_BYTES,
+    DOWNLOAD_GROWTH_BOUND, ECHO_BODY, ECHO_CLIENTS, ECHO_GROWTH_BOUND, FLOOD_CLIENTS,
+    FLOOD_FD_LIMIT, FLOOD_OTHERS, FLOOD_OTHERS_EVERY, FLOOD_PROMPTLY, FLOOD_WARM_UP,
+    GIVEN_BACK_WITHIN, IDLE_BATCH, IDLE_CLIENTS, IDLE_MEMORY_BOUND, LAZY_DESCRIPTORS,
+    MAX_CPU_WHILE_FLOODED, PIPELINE_BYTES, PIPELINE_GROWTH_BOUND, PUSHED_BACK_AFTER, ROUND_BYTES,
+    SLOWDOWN_BOUND, SLOWLORIS_CLIENTS, SLOWLORIS_FD_LIMIT, SLOWLORIS_HEADER_TIMEOUT,
+    SLOWLORIS_PATIENCE, TEN_THOUSAND_TIMEOUTS, WAIT_IN_FRONT_MS,
 };
 use super::routes::{
     BAD_SLEEPS, FIFO_PROMPTLY, IPV6_HOSTS, NOT_ALLOWED, NOT_FOUND, QUICKLY, UNKNOWN_METHODS,
@@ -261,6 +264,8 @@ pub fn rules() -> Vec<Rule> {
         rule("not_found", ROUTES, format!(
             "404 for {} (a folder-like route without its slash is no route), and for `OPTIONS *`.",
             listed(&NOT_FOUND))),
+        rule("not_found", ROUTES,
+            "404 for a file name the kernel finds too long (`ENAMETOOLONG`), as nginx answers:              `GET /files/` with one name of over 255 bytes, and with a path of over 4,096 bytes              made of shorter names (the head stays under its limit).".to_string()),
         rule("method_not_allowed", ROUTES, format!(
             "405 for a known method on a route that does not take it, with an `Allow` that \
              lists exactly the route's methods, in any order: `GET, HEAD` for every route but \
@@ -408,6 +413,9 @@ pub fn rules() -> Vec<Rule> {
              request in flight is answered. (Ignore SIGPIPE; a call interrupted with EINTR is \
              tried again.)",
             listed(&stray).replace("`SIGSTOP` and `SIGCONT`", "`SIGSTOP` then `SIGCONT`"))),
+        rule("urgent_byte", FAULTS, format!(
+            "`GET /sleep?ms={}`, then one byte of TCP urgent data (`MSG_OOB`): the answer still              comes within {}, and the server still serves. An urgent byte can make a socket              poll readable with nothing for a plain read: a read that waits there must not              hold the answer.",
+            URGENT_SLEEP_MS, secs(URGENT_ANSWER_WITHIN))),
         rule("closed_stderr", FAULTS,
             "Started with `--trace`, and with nobody reading its standard error any more (every \
              write to it fails: EPIPE), the server goes on: `GET /hello` 200, one without \
@@ -426,6 +434,12 @@ pub fn rules() -> Vec<Rule> {
              stall, and once one has gone {} without progress, the check stops sending and \
              measures.",
             size(PIPELINE_BYTES as u64), size(PIPELINE_GROWTH_BOUND), secs(PUSHED_BACK_AFTER))),
+        rule("idle_after_a_burst", FLOODS, format!(
+            "{} clients connect, each asks `GET /hello` and falls idle (the timeouts are long):              that is the baseline. The server is stopped (SIGSTOP), each sends a {} `POST /echo`,              it goes on (SIGCONT), and all read their answers and fall idle again: within {},              its resident memory is at most {} over the baseline, about 2 KiB a client. An idle              connection holds no receive or send buffer. (A server without keep-alive has no              idle clients, and passes at once.)",
+            count(BURST_CLIENTS), size(BURST_BODY as u64), secs(GIVEN_BACK_WITHIN), size(BURST_GROWTH_BOUND))),
+        rule("burst_of_clients", FLOODS, format!(
+            "The server is stopped (SIGSTOP), {} clients connect and send `GET /hello`, and it              goes on: all are answered, and `/stats`' `loop_turns` (0 where there is no loop)              grows by at most {} meanwhile: accept the clients a turn finds waiting, not one a              turn. (Started with `--threads 1` where that is accepted.)",
+            BURST_OF, BURST_TURNS_BOUND)),
         rule("idle_buffers_given_back", FLOODS, format!(
             "{} clients each send a {} `POST /echo`, read the answer, and stay connected, idle: \
              the server's resident memory (`VmRSS`) then grows by at most {} in all, over what it \
@@ -506,6 +520,13 @@ pub fn rules() -> Vec<Rule> {
         rule_if(With(KeepAlive), "upstream_relay", UPSTREAM,
             "A `GET /hello` pipelined behind a `GET /upstream/...` that the upstream answered \
              with a 204 gets its own answer.".to_string()),
+        rule("flood_behind_a_wait", CONNECTIONS_TOPIC, format!(
+            "One client pipelines {} of `GET /hello`, twice alone and twice behind a `GET \
+             /sleep?ms={}`: a request behind the wait may cost the server at most {} times the \
+             CPU time of one without. Consume pipelined requests by an offset: a buffer that \
+             moves the bytes behind each request answered costs a megabyte each time. (Started \
+             with `--threads 1` where that is accepted.)",
+            size(ROUND_BYTES as u64), WAIT_IN_FRONT_MS, COST_BEHIND_A_WAIT_BOUND)),
         rule("pipelined_flood", CONNECTIONS_TOPIC, format!(
             "One client writes pipelined `GET /hello` without pause while it reads the answers. \
              After its first {}, {} other clients each send `GET /hello` on a new connection, \
@@ -513,6 +534,9 @@ pub fn rules() -> Vec<Rule> {
              meanwhile, its connection kept. Give each connection a bounded share of a turn. \
              (Started with `--threads 1` where that is accepted.)",
             FLOOD_WARM_UP, FLOOD_OTHERS, secs(FLOOD_OTHERS_EVERY), secs(FLOOD_PROMPTLY), FLOOD_WARM_UP)),
+        rule("graceful_shutdown", SHUTDOWN, format!(
+            "After that SIGTERM, while the download goes on, {} new clients try to connect, {}              apart: from {} after the signal, every one is refused (the listener closed, on              every loop: `--threads 2` where accepted); one that gets in before must be              answered within {}.",
+            NEWCOMERS, secs(NEWCOMERS_EVERY), secs(REFUSED_WITHIN), secs(NEWCOMER_ANSWERED_WITHIN))),
         rule("graceful_shutdown", SHUTDOWN, format!(
             "SIGTERM while a big download is in flight: stop accepting, send the rest of the \
              answer whole, and exit with status 0 within {} of the client having it all. \
@@ -567,6 +591,9 @@ pub fn rules() -> Vec<Rule> {
              begun reading each within {}, and within {} of the resets holds no more \
              descriptors than at rest (or at most {} more).",
             PIPELINERS, size(super::departures::PIPELINE_BYTES as u64), PIPELINED_SLEEP_MS, secs(PATIENCE), secs(DESCRIPTORS_BACK_WITHIN), LAZY_DESCRIPTORS)),
+        rule("departing_clients", DEPARTURES, format!(
+            "A client sends `GET /sleep?ms={}` with {} of pipelined `GET /hello` behind it, and              resets once the server has read {} of it: within {}, `/stats` no longer counts it.              A connection whose queue is too full to read more of must still hear a reset.",
+            FULL_SLEEP_MS, size(FULL_PIPELINE_BYTES as u64), size(FULL_READ), secs(GONE_WITHIN))),
         rule("departing_clients", DEPARTURES, format!(
             "Only where `--help` lists `--upstream-limit` (a flag nobody must have): started \
              with `--upstream-limit 1`, {} clients each pipeline {} slow upstream requests and \

@@ -257,12 +257,40 @@ pub fn pipelining(target: &Target) -> Probed {
     Ok(Outcome::Works)
 }
 
+/// How many clients try to connect after SIGTERM in [`graceful_shutdown`], how far apart,
+/// how soon one that gets in must have an answer (a server that answers at all answers a
+/// `GET /hello` in a millisecond), and from when on each must be refused: at once, in
+/// fact (our chapters refuse the first, 0.2 s after the signal); the margin is for a busy
+/// machine, where the signal may take a while to reach the loops.
+pub(super) const NEWCOMERS: usize = 7;
+pub(super) const NEWCOMERS_EVERY: Duration = Duration::from_millis(200);
+pub(super) const NEWCOMER_ANSWERED_WITHIN: Duration = Duration::from_secs(2);
+pub(super) const REFUSED_WITHIN: Duration = Duration::from_secs(1);
+
 /// Row 5: SIGTERM while a big response is in flight. A graceful server stops accepting,
 /// finishes the response, and exits 0.
+///
+/// Stops accepting on every loop: while the response is held in flight (the client reads
+/// none of it), a new client tries to connect every [`NEWCOMERS_EVERY`], [`NEWCOMERS`]
+/// times. From [`REFUSED_WITHIN`] after the signal on, each must be refused; before, one
+/// that gets in must at least have an answer to its `GET /hello` (or be closed) within
+/// [`NEWCOMER_ANSWERED_WITHIN`]. A loop that closes its listener while the kernel still
+/// holds it open (an accept the loop no longer waits for, still in flight) leaves the
+/// newcomers in the listener's queue, connected and unanswered, until the process exits. A
+/// server with more than one loop runs two (`--threads 2`).
 pub fn graceful_shutdown(target: &Target) -> Probed {
-    let (mut server, site) = with_site(target, site::stuck_response_size())?;
+    needs_own_server(target)?;
+    let site = make_site(site::stuck_response_size())?;
+    let mut server = target.start(Options {
+        root: Some(site.root.clone()),
+        if_supported: vec![("--threads", "2".into())],
+        ..Options::default()
+    })?;
     let (mut client, already) = start_big_download(&server, &site)?;
     server.signal("TERM").map_err(broken)?;
+    if let Some(seen) = newcomers_after_the_signal(&mut server)? {
+        return Ok(Outcome::Lacks(seen));
+    }
     let rest = drain(&mut client, &site, already, "the response in flight at SIGTERM");
     drop(client);
     let Some(status) = server.wait_for_exit(Instant::now() + PATIENCE) else {
@@ -303,6 +331,64 @@ pub fn graceful_shutdown(target: &Target) -> Probed {
             PATIENCE.as_secs()
         ))),
     }
+}
+
+/// The newcomers of [`graceful_shutdown`], after the signal: each must be refused (or,
+/// within [`REFUSED_WITHIN`], answered). What was seen if one was let in when it should not
+/// have been.
+fn newcomers_after_the_signal(server: &mut Server) -> Result<Option<String>, Stop> {
+    let signalled = Instant::now();
+    let mut seen = Vec::new();
+    for number in 1..=NEWCOMERS {
+        // Spread over the shutdown, not a wait for anything: each tries afresh.
+        thread::sleep(NEWCOMERS_EVERY);
+        if server.exit_status().is_some() {
+            return Ok(None); // SIGTERM killed it (chapters 1 and 2): nobody is let in
+        }
+        let after = signalled.elapsed();
+        let what = format!(
+            "a client that connected {} after SIGTERM ({number} of {NEWCOMERS})",
+            seconds(after)
+        );
+        let before = if seen.is_empty() { "none".to_string() } else { seen.join(", ") };
+        let mut client = match Client::connect(server.address) {
+            Ok(client) => client,
+            Err(error) if error.kind() == std::io::ErrorKind::ConnectionRefused => {
+                seen.push("refused".to_string());
+                continue;
+            }
+            Err(error) => return Err(broken(format!("{what}: {error}"))),
+        };
+        sending(&mut client, &get("/hello"), &what)?;
+        let sent = Instant::now();
+        let outcome = match client.read_response(sent + NEWCOMER_ANSWERED_WITHIN, false) {
+            Ok(response) => response.summary(),
+            Err(ReadError::Closed { received: 0 } | ReadError::Reset { received: 0 }) => {
+                "closed without an answer".to_string()
+            }
+            Err(ReadError::TimedOut { .. }) => {
+                return Ok(Some(format!(
+                    "after SIGTERM, with one response held in flight, {what} was let in, and \
+                     its GET /hello had no answer {} later, while the server still ran: a \
+                     loop whose listener is still open, with nobody accepting from it (the \
+                     newcomers before it: {before})",
+                    seconds(NEWCOMER_ANSWERED_WITHIN)
+                )));
+            }
+            Err(error) => return Err(broken(format!("{what}: {error}{}", server.stderr_note()))),
+        };
+        if after >= REFUSED_WITHIN {
+            return Ok(Some(format!(
+                "after SIGTERM, with one response held in flight, {what} was let in (its GET \
+                 /hello: {outcome}): the server still accepted new clients (the newcomers \
+                 before it: {before})"
+            )));
+        }
+        seen.push(format!("let in ({outcome})"));
+    }
+    // Shown with `cargo test -p suite graceful_shutdown -- --nocapture`.
+    println!("{}: newcomers after SIGTERM: {}", server.chapter.name, seen.join(", "));
+    Ok(None)
 }
 
 /// How soon a graceful shutdown must end once nothing is in flight: at once, in fact; the

@@ -68,9 +68,19 @@ pub(super) const IN_LINE_PIPELINED: usize = 4;
 pub(super) const AFTER_THE_LINE_WITHIN: Duration = Duration::from_millis(2500);
 /// The contract's upstream timeout: a fetch that takes longer is answered 504.
 const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(5);
+/// The client that leaves with a full buffer behind a wait: its wait, and how much it
+/// pipelines behind it. More than the 1 MiB a server buffers behind a wait (ours stop
+/// reading past it, and so hear nothing more from the socket until the wait ends), so the
+/// server is made to stop reading; long enough that a server that notices only when the
+/// wait ends is far past [`GONE_WITHIN`].
+pub(super) const FULL_SLEEP_MS: u64 = 5000;
+pub(super) const FULL_PIPELINE_BYTES: usize = (1 << 20) + (256 << 10);
+/// How much of it the server must have read before the client leaves: the megabyte a
+/// server buffers behind a wait.
+pub(super) const FULL_READ: u64 = 1 << 20;
 
 // ANCHOR: departing_clients
-/// Clients leave, with a reset, at four awkward moments, and each time the server must let
+/// Clients leave, with a reset, at five awkward moments, and each time the server must let
 /// go of them at once:
 ///
 /// 1. Five clients leave while their `GET /sleep?ms=4000` waits. Within [`GONE_WITHIN`],
@@ -86,10 +96,14 @@ const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(5);
 ///    four slow upstream requests each and leave while one of them is fetched. A client
 ///    that comes after them must have its fetch within [`AFTER_THE_LINE_WITHIN`], not wait
 ///    for the turns of clients who have gone (or get a 504 after 5 s).
+/// 5. A client sends `GET /sleep?ms=5000` and 1.25 MiB of pipelined `GET /hello` behind
+///    it, more than a server buffers behind a wait, and leaves once the server has read a
+///    megabyte of it. Within [`GONE_WITHIN`], `/stats` must count it no more: a server that
+///    stops reading when its buffer is full must still watch the socket for a departure.
 ///
 /// A server that only notices a departure when it next writes (it does not read while a
 /// request waits, or answers a pipeline as a batch) fails each of them in its own way. All
-/// four run, so that the outcome says which of them a chapter gets wrong.
+/// five run, so that the outcome says which of them a chapter gets wrong.
 pub fn departing_clients(target: &Target) -> Probed {
     needs_own_server(target)?;
     let server = target.server()?;
@@ -111,6 +125,7 @@ pub fn departing_clients(target: &Target) -> Probed {
 
     let mut costly = Vec::new();
     costly.extend(sleepers_leave(&server, at_rest)?);
+    costly.extend(full_pipeline_leaves(&server, at_rest)?);
     drop(server);
     costly.extend(pipeline_leaves_the_upstream(target)?);
     costly.extend(pipelines_leave(target)?);
@@ -125,7 +140,7 @@ pub fn departing_clients(target: &Target) -> Probed {
                 .map(|(index, seen)| format!("({}) {seen}", index + 1))
                 .collect();
             Outcome::Lacks(format!(
-                "{count} of 4 kinds of departed clients went on costing: {}",
+                "{count} of 5 kinds of departed clients went on costing: {}",
                 each.join("; ")
             ))
         }
@@ -225,6 +240,54 @@ fn sleepers_leave(server: &Server, at_rest: u64) -> Result<Option<String>, Stop>
         "{SLEEPERS} clients left (reset their connections) while their {what} waited, and \
          {} later /stats still said connections_open {open} ({at_rest} at rest, the asking \
          connection included); {then}",
+        seconds(GONE_WITHIN)
+    )))
+}
+
+/// Step 5 (run second, on the same server): a client sends `GET /sleep?ms=5000` and more
+/// pipelined `GET /hello` behind it than a server buffers behind a wait, and leaves once
+/// the server has read a megabyte of it; within [`GONE_WITHIN`], `/stats` must be back at
+/// `at_rest` connections open.
+fn full_pipeline_leaves(server: &Server, at_rest: u64) -> Result<Option<String>, Stop> {
+    let mut request = get(&format!("/sleep?ms={FULL_SLEEP_MS}"));
+    let hellos = FULL_PIPELINE_BYTES / get("/hello").len();
+    request.extend(get("/hello").repeat(hellos));
+    let what = format!(
+        "GET /sleep?ms={FULL_SLEEP_MS} with {} KiB of pipelined GET /hello behind it",
+        FULL_PIPELINE_BYTES >> 10
+    );
+    let mut client = connect(server)?;
+    sending(&mut client, &request, &what)?;
+    // The server has read the sleep and a megabyte behind it: its buffer is full, and a
+    // server that stops reading then is not reading this socket any more.
+    let read = kernel::wait_until_unread_at_most(
+        client.stream(),
+        request.len() as u64 - FULL_READ,
+        PATIENCE,
+    );
+    check!(
+        read != Some(false),
+        "{what}: the server had not read 1 MiB of it {} s later, by the kernel's count",
+        PATIENCE.as_secs()
+    );
+    reset(client, &what)?;
+    let left = Instant::now();
+    let (open, down) = wait_for_open(server, at_rest, left + GONE_WITHIN)?;
+    if down {
+        return Ok(None);
+    }
+    let sleep = Duration::from_millis(FULL_SLEEP_MS);
+    let (_, later) = wait_for_open(server, at_rest, left + sleep + GONE_WITHIN)?;
+    let then = if later {
+        format!("the count came down only {} after it left", seconds(left.elapsed()))
+    } else {
+        format!("it was still up {} after it left", seconds(left.elapsed()))
+    };
+    Ok(Some(format!(
+        "a client sent {what}, and left (reset its connection) once the server had read 1 MiB \
+         of it; {} later /stats still said connections_open {open} ({at_rest} at rest, the \
+         asking connection included); {then}: with its buffer full behind the wait, the \
+         server no longer watched the socket",
         seconds(GONE_WITHIN)
     )))
 }

@@ -5,6 +5,7 @@
 //! |---|---|
 //! | a client resets mid-response | `client_resets_mid_response` (bad_input.rs) |
 //! | a client half-closes after its request | [`half_close`]: it is still answered |
+//! | a client sends a byte of urgent data | [`urgent_byte`]: it is still answered |
 //! | the file being served is removed | [`file_removed_mid_response`] |
 //! | signals that stop, continue or are ignored | [`stray_signals`] |
 //! | nobody reads the server's stderr any more | [`closed_stderr`] |
@@ -31,8 +32,8 @@ use std::time::{Duration, Instant};
 
 use super::{
     broken, check, connect, drain, exchange, expect_status, first_line, get, needs_own_server,
-    post, receive, sending, start_big_download, still_serves, until_read, with_site, Outcome,
-    Probed, Stop, Target, HELLO, PATIENCE, WHOLE_BODY_WITHIN,
+    post, receive, seconds, sending, start_big_download, still_serves, until_read, with_site,
+    Outcome, Probed, Stop, Target, HELLO, PATIENCE, WHOLE_BODY_WITHIN,
 };
 use crate::client::{show, Ending, ReadError};
 use crate::manifest::{self, Capability, Expect};
@@ -123,6 +124,56 @@ pub fn half_close(target: &Target) -> Probed {
     Ok(Outcome::Works)
 }
 // ANCHOR_END: half_close
+
+/// The sleep of [`urgent_byte`], and how soon after its end the answer must come: at once,
+/// in fact; the margin is for a busy machine.
+pub(super) const URGENT_SLEEP_MS: u64 = 300;
+pub(super) const URGENT_ANSWER_WITHIN: Duration = Duration::from_secs(3);
+
+/// Nothing a client sends can make its answer wait past the timeouts (the contract), an
+/// urgent byte included. One byte of TCP urgent data (`send` with `MSG_OOB`, what telnet
+/// sends for an interrupt) is not part of the stream: a server that reads normally never
+/// gets it, and must go on as if it had not come. But while it is unread, the socket polls
+/// as readable (and `POLLPRI`) though a normal read finds nothing: a server that then
+/// waits in that read, and no longer for the request's own wait, hangs until the client
+/// sends more. The client sends `GET /sleep?ms=300`, then (once the server has read it)
+/// the urgent byte; the answer must come within [`URGENT_ANSWER_WITHIN`] of the request.
+pub fn urgent_byte(target: &Target) -> Probed {
+    let mut server = target.server()?;
+    let what = format!("GET /sleep?ms={URGENT_SLEEP_MS}, then one byte of urgent data (MSG_OOB)");
+    let mut client = connect(&server)?;
+    sending(&mut client, &get(&format!("/sleep?ms={URGENT_SLEEP_MS}")), &what)?;
+    let sent = Instant::now();
+    until_read(&client, &what)?;
+    socket2::SockRef::from(client.stream())
+        .send_out_of_band(b"!")
+        .map_err(|error| broken(format!("{what}: cannot send the urgent byte: {error}")))?;
+    match client.wait_for_bytes(sent + URGENT_ANSWER_WITHIN) {
+        Ok(()) => {}
+        Err(ReadError::TimedOut { .. }) => {
+            return Err(broken(format!(
+                "{what}: no answer {} after the request, though the sleep was over long \
+                 before: the urgent byte hung the connection (it makes the socket poll \
+                 readable while a normal read finds nothing: does the server wait in that \
+                 read, and no longer for the sleep?){}",
+                seconds(URGENT_ANSWER_WITHIN),
+                server.stderr_note()
+            )));
+        }
+        Err(error) => return Err(broken(format!("{what}: {error}{}", server.stderr_note()))),
+    }
+    let response = receive(&mut client, &server, false, &what)?;
+    expect_status(&response, &[200], &what)?;
+    let expected = format!("slept {URGENT_SLEEP_MS} ms\n");
+    check!(
+        response.text() == expected,
+        "{what}: body {:?}, expected {expected:?}",
+        response.text()
+    );
+    drop(client);
+    still_serves(&mut server, "a client that sent a byte of urgent data")?;
+    Ok(Outcome::Works)
+}
 
 // ANCHOR: file_removed
 /// The file being sent is removed, and another takes its name, while a slow client is

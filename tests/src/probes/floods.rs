@@ -1383,3 +1383,360 @@ pub fn idle_buffers_given_back(target: &Target) -> Probed {
     Ok(Outcome::Works)
 }
 // ANCHOR_END: idle_buffers_given_back
+
+/// [`idle_after_a_burst`]: how many clients, how big a body each sends, and how much more
+/// memory the server may hold once they are all idle again: about 2 KiB a client. nginx
+/// frees a connection's buffers when it falls idle: 0.3 MiB more for the 2,000 (the
+/// contract), 160 bytes a client. A server that keeps a receive or send buffer per idle
+/// connection holds 8 to 20 KiB a client (our chapters before they gave them back: +16 to
+/// +39 MiB).
+pub(super) const BURST_CLIENTS: usize = 2000;
+pub(super) const BURST_BODY: usize = 12 * 1024;
+pub(super) const BURST_GROWTH_BOUND: u64 = 4 << 20;
+/// How many of them connect before they wait for their first answers: well within the
+/// kernel's queue of connections the server has not accepted yet (ours ask for 1024).
+const BURST_BATCH: usize = 500;
+/// How soon after the last answer the memory must be back down: a server gives a buffer
+/// back when it has sent the answer, before the client reads it; the margin is for a busy
+/// machine.
+pub(super) const GIVEN_BACK_WITHIN: Duration = Duration::from_secs(1);
+
+/// An idle kept-alive connection holds no receive or send buffer at all (the contract),
+/// however many clients were busy at once. 2,000 clients each ask `GET /hello` and fall
+/// idle, kept alive: the server's resident memory then is the baseline. The server is
+/// stopped (SIGSTOP), each client sends one `POST /echo` with a 12 KiB body, and the
+/// server goes on (SIGCONT): it finds all 2,000 requests waiting at once, and a server that
+/// gives each busy connection buffers of its own gives them all at the same time. Every
+/// client reads its whole answer and falls idle again. Within [`GIVEN_BACK_WITHIN`], the
+/// memory must be back within [`BURST_GROWTH_BOUND`] (about 2 KiB a client) of the
+/// baseline. A server that keeps each connection's buffers (or every buffer it ever made,
+/// in a pool) holds the burst's megabytes for as long as the idle clients stay.
+///
+/// Chapters 1 and 2 close every connection after its answer, so no client of theirs is
+/// ever idle: the first answer says `Connection: close`, and there is nothing more to
+/// measure.
+pub fn idle_after_a_burst(target: &Target) -> Probed {
+    needs_own_server(target)?;
+    // No timeouts while the clients sit idle: chapter 4 on would close them after 5 s.
+    let mut server = target.start(Options {
+        if_supported: vec![
+            ("--header-timeout", "60".into()),
+            ("--keep-alive-timeout", "60".into()),
+        ],
+        ..Options::default()
+    })?;
+    let pid = pid(&server)?;
+    let mut first = connect(&server)?;
+    sending(&mut first, &get("/hello"), "GET /hello")?;
+    let response = receive(&mut first, &server, false, "GET /hello")?;
+    expect_status(&response, &[200], "GET /hello")?;
+    if response.says_close() {
+        // Shown with `cargo test -p suite idle_after -- --nocapture`.
+        println!(
+            "{}: closes every connection after its answer: no client is ever idle",
+            server.chapter.name
+        );
+        return Ok(Outcome::Works);
+    }
+    let mut idle = vec![first];
+    while idle.len() < BURST_CLIENTS {
+        let begun = idle.len();
+        for _ in begun..(begun + BURST_BATCH).min(BURST_CLIENTS) {
+            let mut client = connect(&server)?;
+            sending(&mut client, &get("/hello"), "GET /hello")?;
+            idle.push(client);
+        }
+        for (index, client) in idle.iter_mut().enumerate().skip(begun) {
+            let what = format!("GET /hello from client {} of {BURST_CLIENTS}", index + 1);
+            let response = receive(client, &server, false, &what)?;
+            expect_status(&response, &[200], &what)?;
+            check!(
+                !response.says_close(),
+                "{what}: the answer says Connection: close, where the first client's kept \
+                 its connection"
+            );
+        }
+    }
+    let at_rest = measured(resources::memory(pid))?;
+
+    let body = crate::site::pattern(BURST_BODY);
+    let request = super::post("/echo", &body);
+    server.signal("STOP").map_err(broken)?;
+    for (index, client) in idle.iter_mut().enumerate() {
+        let what = format!("a 12 KiB POST /echo from client {} of {BURST_CLIENTS}", index + 1);
+        sending(client, &request, &what)?;
+    }
+    server.signal("CONT").map_err(broken)?;
+    for (index, client) in idle.iter_mut().enumerate() {
+        let what = format!("a 12 KiB POST /echo from client {} of {BURST_CLIENTS}", index + 1);
+        let response = receive(client, &server, false, &what)?;
+        expect_status(&response, &[200], &what)?;
+        check!(response.body == body, "{what}: the body that came back differs");
+    }
+    let answered = Instant::now();
+    let growth = loop {
+        let now = measured(resources::memory(pid))?;
+        let growth = now.resident.saturating_sub(at_rest.resident);
+        if growth <= BURST_GROWTH_BOUND || answered.elapsed() >= GIVEN_BACK_WITHIN {
+            break growth;
+        }
+        // The kernel cannot tell us when memory is given back; we look again shortly.
+        thread::sleep(Duration::from_millis(20));
+    };
+    // Shown with `cargo test -p suite idle_after -- --nocapture`: the measurement.
+    println!(
+        "{}: {BURST_CLIENTS} idle clients after a 12 KiB POST /echo each, all at once: \
+         resident memory {} over {} with them idle before",
+        server.chapter.name,
+        mebibytes(growth),
+        mebibytes(at_rest.resident)
+    );
+    check!(
+        growth <= BURST_GROWTH_BOUND,
+        "{BURST_CLIENTS} kept-alive clients, idle, each sent a 12 KiB POST /echo while the \
+         server was stopped (SIGSTOP), so that it found them all at once, read its answer, \
+         and fell idle again; {} later the server's resident memory was {} over what it was \
+         with them idle before ({}; the bound is {}, about 2 KiB a client): idle \
+         connections keep the buffers the burst made them",
+        seconds(GIVEN_BACK_WITHIN),
+        mebibytes(growth),
+        mebibytes(at_rest.resident),
+        mebibytes(BURST_GROWTH_BOUND)
+    );
+    drop(idle);
+    still_serves(&mut server, "2,000 idle clients that had each sent 12 KiB at once")?;
+    Ok(Outcome::Works)
+}
+
+/// [`burst_of_clients`]: how many clients come at once, and in how many turns of its loop
+/// the server must have let them all in and answered them. Measured on our chapters: a
+/// loop that accepts every client waiting takes 1 to 3 turns (chapters 2-7), one that
+/// accepts 32 a turn 8 to 10 (chapters 8 and 9), one that accepts one a turn 204 to 217
+/// (chapter 10 before it was fixed).
+pub(super) const BURST_OF: usize = 200;
+pub(super) const BURST_TURNS_BOUND: u64 = 50;
+/// How long a client of the burst waits for its connection: on loopback, the kernel
+/// answers at once, unless the listener's queue is full, when it drops the handshake and
+/// tries again a second later.
+const QUEUED_WITHIN: Duration = Duration::from_millis(250);
+
+/// A burst of clients is let in together, not one a turn. The server is stopped
+/// (SIGSTOP), 200 clients connect (the kernel finishes their handshakes and queues them for
+/// the listener, as many as its queue holds) and each sends `GET /hello`; the server goes on (SIGCONT), and every
+/// client reads its answer. `/stats`' `loop_turns`, asked before and after, must have
+/// grown by at most [`BURST_TURNS_BOUND`]. A loop that accepts one client a turn needs 200
+/// turns at least, and under load each of them is a turn of everyone else's work too, so
+/// the last of a burst waits the longest. A server with more than one loop runs one
+/// (`--threads 1`), whose turns these are; one without a loop (chapter 1) counts no turns.
+pub fn burst_of_clients(target: &Target) -> Probed {
+    needs_own_server(target)?;
+    let mut server = target
+        .start(Options { if_supported: vec![("--threads", "1".into())], ..Options::default() })?;
+    let turns = |server: &Server| -> Result<u64, Stop> {
+        let stats = exchange(server, &get("/stats"))?;
+        expect_status(&stats, &[200], "GET /stats")?;
+        stats_value(&stats, "loop_turns").ok_or_else(|| broken("GET /stats has no loop_turns line"))
+    };
+    let before = turns(&server)?;
+    server.signal("STOP").map_err(broken)?;
+    let mut clients = Vec::with_capacity(BURST_OF);
+    for number in 1..=BURST_OF {
+        let what =
+            format!("GET /hello from client {number} of {BURST_OF}, sent while it was stopped");
+        // A server that asked `listen` for a short queue (Python's is 128) gets a shorter
+        // burst: as many as the kernel will queue for it.
+        let mut client = match Client::connect_within(server.address, QUEUED_WITHIN) {
+            Ok(client) => client,
+            Err(error) if error.kind() == io::ErrorKind::TimedOut => break,
+            Err(error) => return Err(broken(format!("{what}: cannot connect: {error}"))),
+        };
+        sending(&mut client, &get("/hello"), &what)?;
+        clients.push((what, client));
+    }
+    let burst = clients.len();
+    server.signal("CONT").map_err(broken)?;
+    let mut kept = Vec::with_capacity(BURST_OF);
+    for (what, mut client) in clients {
+        let response = receive(&mut client, &server, false, &what)?;
+        expect_status(&response, &[200], &what)?;
+        // Kept until the turns are counted: each that hangs up is a turn more. But a server
+        // that takes one client at a time (chapter 1), and lingers until it hangs up, would
+        // wait for us before it takes the next.
+        if takes_everyone(&server) {
+            kept.push(client);
+        }
+    }
+    let used = turns(&server)?.saturating_sub(before);
+    // Shown with `cargo test -p suite burst_of -- --nocapture`: the measurement.
+    println!(
+        "{}: {burst} clients that came at once were let in and answered in {used} turns of \
+         its loop",
+        server.chapter.name
+    );
+    drop(kept);
+    // With fewer clients than the bound, one a turn would pass too: nothing to tell.
+    check!(
+        used <= BURST_TURNS_BOUND || burst as u64 <= BURST_TURNS_BOUND,
+        "{burst} clients connected while the server was stopped (SIGSTOP), each sent GET \
+         /hello, and were answered once it went on (SIGCONT); /stats counted {used} turns of \
+         its loop in between (the bound is {BURST_TURNS_BOUND}; the two GET /stats included): \
+         it lets in one client a turn?"
+    );
+    still_serves(&mut server, "a burst of clients")?;
+    Ok(Outcome::Works)
+}
+
+/// [`flood_behind_a_wait`]: how much the flooding client pipelines in one round, how long
+/// the wait in front of it lasts, how many rounds of each kind it sends, and how many times
+/// what a request costs the server without a wait one behind a wait may cost. Measured on
+/// debug builds (the suite's): 0.8 to 1.1 times where input is consumed by an offset
+/// (chapters 3-7), 3.7 to 5.5 times where the megabyte behind is moved for each request
+/// (chapters 8-10 before they were fixed); on release builds, 1.0 against 16 to 18.
+pub(super) const ROUND_BYTES: usize = 1 << 20;
+pub(super) const WAIT_IN_FRONT_MS: u64 = 100;
+const ROUNDS_EACH: usize = 2;
+pub(super) const COST_BEHIND_A_WAIT_BOUND: f64 = 2.0;
+/// How long one round may take before the probe gives up on it: it takes a fraction of a
+/// second, a few seconds where each request moves a megabyte.
+const ROUND_PATIENCE: Duration = Duration::from_secs(20);
+
+/// A wait must not make the bytes behind it cost again and again (the contract: pipelined
+/// input is consumed by an offset, not moved per request). One client sends 1 MiB of
+/// pipelined `GET /hello` (29,127 requests) and reads every answer, twice; then twice more
+/// with a `GET /sleep?ms=100` in front of the megabyte. While the sleep waits, the server
+/// reads on, and the requests behind it pile up in its buffer. A server that then takes
+/// each request off the front of that buffer by moving the rest (`Vec::drain(..consumed)`)
+/// moves half a megabyte, on average, for every one of them, and everyone else waits while
+/// it does. The server's CPU time per request behind the wait (all its threads, as the
+/// kernel counts them) must be at most [`COST_BEHIND_A_WAIT_BOUND`] times what it is
+/// without one: the cheaper of the two rounds of each kind, since other work on the
+/// machine can only make a round dearer.
+///
+/// Why the cost, and not how long another client waits meanwhile: in a release build a
+/// request costs the server well under a microsecond, and moving half a megabyte a dozen,
+/// so the others wait 0.3 to 0.8 s instead of 0.014 s, a difference no busy machine hides.
+/// In a debug build a request costs some three or four microseconds: the moves make it
+/// only four or five times as dear, and a loop that answers the piled-up megabyte in one
+/// turn (chapters 4-7) keeps the others waiting 0.2 to 0.5 s too, so the others' waits
+/// overlap. The cost per
+/// request, measured against the server's own, tells the two apart in both builds.
+///
+/// As for [`pipelined_flood`], a server with more than one loop runs one (`--threads 1`),
+/// and chapters 1 and 2 answer one request and close: nothing waits behind anything.
+pub fn flood_behind_a_wait(target: &Target) -> Probed {
+    needs_own_server(target)?;
+    let server = target
+        .start(Options { if_supported: vec![("--threads", "1".into())], ..Options::default() })?;
+    let pid = pid(&server)?;
+    let client = connect(&server)?;
+    let hellos = ROUND_BYTES / get("/hello").len();
+    let plain = get("/hello").repeat(hellos);
+    let mut behind = get(&format!("/sleep?ms={WAIT_IN_FRONT_MS}"));
+    behind.extend_from_slice(&plain);
+    let (mut without, mut with) = (Duration::MAX, Duration::MAX);
+    for _ in 0..ROUNDS_EACH {
+        match pipelined_round(&server, &client, &plain, hellos, pid)? {
+            Round::Answered(cpu) => without = without.min(cpu),
+            Round::Closed(seen) => return Ok(Outcome::Lacks(seen)),
+        }
+    }
+    for _ in 0..ROUNDS_EACH {
+        match pipelined_round(&server, &client, &behind, hellos, pid)? {
+            Round::Answered(cpu) => with = with.min(cpu),
+            Round::Closed(seen) => {
+                return Err(broken(format!("with a GET /sleep in front: {seen}")));
+            }
+        }
+    }
+    let each = |cpu: Duration| cpu.as_secs_f64() * 1e6 / hellos as f64;
+    let ratio = each(with) / each(without).max(1e-3);
+    let seen = format!(
+        "a client pipelined 1 MiB of GET /hello ({hellos} requests) and read the answers: \
+         each cost the server {:.1} µs of CPU; behind a GET /sleep?ms={WAIT_IN_FRONT_MS}, \
+         {:.1} µs, {ratio:.1} times as much",
+        each(without),
+        each(with)
+    );
+    // Shown with `cargo test -p suite flood_behind -- --nocapture`: the measurement.
+    println!("{}: {seen}", server.chapter.name);
+    if ratio > COST_BEHIND_A_WAIT_BOUND {
+        return Ok(Outcome::Lacks(format!(
+            "{seen} (the bound is {COST_BEHIND_A_WAIT_BOUND:.0} times): the requests that \
+             piled up behind the wait cost again for every one answered, as if the bytes \
+             behind each were moved, not consumed by an offset; meanwhile everyone else waits"
+        )));
+    }
+    Ok(Outcome::Works)
+}
+
+/// What became of one round of [`flood_behind_a_wait`].
+enum Round {
+    /// Every answer came; the server's CPU time for the round.
+    Answered(Duration),
+    /// The server answered the first request, said `Connection: close` and closed: what
+    /// was seen.
+    Closed(String),
+}
+
+/// Sends `round` (pipelined requests, `hellos` of them `GET /hello`) on `client` and reads
+/// until every `GET /hello` is answered, measuring the server's CPU time meanwhile. The
+/// writing runs on a thread of its own: the server stops reading while its answers wait
+/// for us.
+fn pipelined_round(
+    server: &Server, client: &Client, round: &[u8], hellos: usize, pid: u32,
+) -> Result<Round, Stop> {
+    let stream = client.stream();
+    let what = format!("{} KiB of pipelined requests on one connection", round.len() >> 10);
+    for set in [TcpStream::set_read_timeout, TcpStream::set_write_timeout] {
+        set(stream, Some(ROUND_PATIENCE))
+            .map_err(|error| broken(format!("cannot set a timeout: {error}")))?;
+    }
+    let cpu = || -> Result<Duration, Stop> {
+        let threads = measured(resources::thread_cpu_times(pid))?;
+        Ok(threads.iter().map(|thread| thread.cpu).sum())
+    };
+    let before = cpu()?;
+    let (answers, ending, head) = thread::scope(|scope| {
+        scope.spawn(|| (&*stream).write_all(round));
+        let mut chunk = vec![0u8; 256 * 1024];
+        let mut head = Vec::new(); // the start of the first answer, for messages
+        let mut answers = 0;
+        let ending = loop {
+            if answers >= hellos {
+                break None;
+            }
+            match (&*stream).read(&mut chunk) {
+                Ok(0) => break Some("the server closed the connection".to_string()),
+                Ok(count) => {
+                    let room = 512usize.saturating_sub(head.len()).min(count);
+                    head.extend_from_slice(&chunk[..room]);
+                    // Each `/hello` answer has one `!`, its body's; the sleep's has none.
+                    answers += chunk[..count].iter().filter(|&&byte| byte == b'!').count();
+                }
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => break Some(error.to_string()),
+            }
+        };
+        if ending.is_some() {
+            // Unblocks the writer, if the server stopped reading without closing.
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
+        (answers, ending, head)
+    });
+    let Some(ending) = ending else {
+        return Ok(Round::Answered(cpu()?.saturating_sub(before)));
+    };
+    let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
+    let first_head = text.split("\r\n\r\n").next().unwrap_or_default();
+    let said_close = first_head.lines().any(|line| line == "connection: close");
+    check!(
+        answers <= 1 && said_close,
+        "{what}: {answers} of {hellos} GET /hello were answered, then: {ending}{}",
+        server.stderr_note()
+    );
+    Ok(Round::Closed(format!(
+        "a client that pipelined 1 MiB of GET /hello got {answers} answer, which said \
+         Connection: close, and then its connection ended ({ending}): with one request per \
+         connection, nothing waits behind anything"
+    )))
+}

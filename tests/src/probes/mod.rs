@@ -106,12 +106,15 @@ pub const PROBES: &[Probe] = &[
     probe("serves_after_abuse", Basics, bad_input::serves_after_abuse),
     // Faults and floods: the contract's promise under attack.
     probe("half_close", Basics, faults::half_close),
+    probe("urgent_byte", Basics, faults::urgent_byte),
     probe("file_removed_mid_response", Basics, faults::file_removed_mid_response),
     probe("stray_signals", Basics, faults::stray_signals),
     probe("closed_stderr", Basics, faults::closed_stderr),
     probe("descriptor_exhaustion", Basics, floods::descriptor_exhaustion),
     probe("pipelined_without_reading", Basics, floods::pipelined_without_reading),
     probe("idle_buffers_given_back", Basics, floods::idle_buffers_given_back),
+    probe("idle_after_a_burst", Basics, floods::idle_after_a_burst),
+    probe("burst_of_clients", Basics, floods::burst_of_clients),
     // One row each of the capability table.
     probe("idle_client", IdleClient, concurrency::idle_client),
     probe("half_sent_request", IdleClient, concurrency::half_sent_request),
@@ -120,6 +123,7 @@ pub const PROBES: &[Probe] = &[
     probe("keep_alive", KeepAlive, concurrency::keep_alive),
     probe("pipelining", KeepAlive, concurrency::pipelining),
     probe("pipelined_flood", Flood, floods::pipelined_flood),
+    probe("flood_behind_a_wait", Flood, floods::flood_behind_a_wait),
     probe("graceful_shutdown", GracefulShutdown, concurrency::graceful_shutdown),
     probe("prompt_shutdown", GracefulShutdown, concurrency::prompt_shutdown),
     probe("sleep_elsewhere", SleepAndUpstream, concurrency::sleep_elsewhere),

@@ -307,11 +307,32 @@ pub fn head_requests(target: &Target) -> Probed {
 pub(super) const NOT_FOUND: [&str; 6] =
     ["/nowhere", "/hello/", "/HELLO", "/files", "/upstreamx", "/stats/x"];
 
+/// Unknown routes, and files that are not there. A file name the kernel finds too long
+/// (`ENAMETOOLONG`) is not there either: a 404, as nginx answers, not a 500. Two ways to be
+/// too long: one name over 255 bytes, and a path over 4,096 bytes in all (of names of 99
+/// bytes, in a request head well under the 8 KiB limit).
 pub fn not_found(target: &Target) -> Probed {
     let server = target.server()?;
     for path in NOT_FOUND {
         expect_status(&exchange(&server, &get(path))?, &[404], &format!("GET {path}"))?;
     }
+    let long_name = format!("/files/{}.txt", "n".repeat(300));
+    let long_path = format!("/files/{}x.txt", format!("{}/", "d".repeat(99)).repeat(42));
+    let mut wrong = Vec::new();
+    for (path, what) in [
+        (&long_name, format!("GET /files/ with a file name of {} bytes", long_name.len() - 7)),
+        (&long_path, format!("GET /files/ with a path of {} bytes", long_path.len() - 7)),
+    ] {
+        let response = exchange(&server, &get(path))?;
+        if response.status != 404 {
+            wrong.push(format!("{what}: expected 404, got {}", response.summary()));
+        }
+    }
+    check!(
+        wrong.is_empty(),
+        "{} (a name the kernel finds too long, ENAMETOOLONG, is a file that is not there)",
+        wrong.join("; ")
+    );
     let request = b"OPTIONS * HTTP/1.1\r\nHost: suite\r\n\r\n";
     expect_status(&exchange(&server, request)?, &[404], "OPTIONS *")?;
     Ok(Outcome::Works)
