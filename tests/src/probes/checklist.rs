@@ -265,7 +265,9 @@ pub fn rules() -> Vec<Rule> {
             "404 for {} (a folder-like route without its slash is no route), and for `OPTIONS *`.",
             listed(&NOT_FOUND))),
         rule("not_found", ROUTES,
-            "404 for a file name the kernel finds too long (`ENAMETOOLONG`), as nginx answers:              `GET /files/` with one name of over 255 bytes, and with a path of over 4,096 bytes              made of shorter names (the head stays under its limit).".to_string()),
+            "404 for a file name the kernel finds too long (`ENAMETOOLONG`), as nginx answers: \
+             `GET /files/` with one name of over 255 bytes, and with a path of over 4,096 bytes \
+             made of shorter names (the head stays under its limit).".to_string()),
         rule("method_not_allowed", ROUTES, format!(
             "405 for a known method on a route that does not take it, with an `Allow` that \
              lists exactly the route's methods, in any order: `GET, HEAD` for every route but \
@@ -414,7 +416,10 @@ pub fn rules() -> Vec<Rule> {
              tried again.)",
             listed(&stray).replace("`SIGSTOP` and `SIGCONT`", "`SIGSTOP` then `SIGCONT`"))),
         rule("urgent_byte", FAULTS, format!(
-            "`GET /sleep?ms={}`, then one byte of TCP urgent data (`MSG_OOB`): the answer still              comes within {}, and the server still serves. An urgent byte can make a socket              poll readable with nothing for a plain read: a read that waits there must not              hold the answer.",
+            "`GET /sleep?ms={}`, then one byte of TCP urgent data (`MSG_OOB`): the answer still \
+             comes within {}, and the server still serves. An urgent byte can make a socket \
+             poll readable with nothing for a plain read: a read that waits there must not \
+             hold the answer.",
             URGENT_SLEEP_MS, secs(URGENT_ANSWER_WITHIN))),
         rule("closed_stderr", FAULTS,
             "Started with `--trace`, and with nobody reading its standard error any more (every \
@@ -435,10 +440,18 @@ pub fn rules() -> Vec<Rule> {
              measures.",
             size(PIPELINE_BYTES as u64), size(PIPELINE_GROWTH_BOUND), secs(PUSHED_BACK_AFTER))),
         rule("idle_after_a_burst", FLOODS, format!(
-            "{} clients connect, each asks `GET /hello` and falls idle (the timeouts are long):              that is the baseline. The server is stopped (SIGSTOP), each sends a {} `POST /echo`,              it goes on (SIGCONT), and all read their answers and fall idle again: within {},              its resident memory is at most {} over the baseline, about 2 KiB a client. An idle              connection holds no receive or send buffer. (A server without keep-alive has no              idle clients, and passes at once.)",
+            "{} clients connect, each asks `GET /hello` and falls idle (the timeouts are long): \
+             that is the baseline. The server is stopped (SIGSTOP), each sends a {} `POST /echo`, \
+             it goes on (SIGCONT), and all read their answers and fall idle again: within {}, \
+             its resident memory is at most {} over the baseline, about 2 KiB a client. An idle \
+             connection holds no receive or send buffer. (A server without keep-alive has no \
+             idle clients, and passes at once.)",
             count(BURST_CLIENTS), size(BURST_BODY as u64), secs(GIVEN_BACK_WITHIN), size(BURST_GROWTH_BOUND))),
         rule("burst_of_clients", FLOODS, format!(
-            "The server is stopped (SIGSTOP), {} clients connect and send `GET /hello`, and it              goes on: all are answered, and `/stats`' `loop_turns` (0 where there is no loop)              grows by at most {} meanwhile: accept the clients a turn finds waiting, not one a              turn. (Started with `--threads 1` where that is accepted.)",
+            "The server is stopped (SIGSTOP), {} clients connect and send `GET /hello`, and it \
+             goes on: all are answered, and `/stats`' `loop_turns` (0 where there is no loop) \
+             grows by at most {} meanwhile: accept the clients a turn finds waiting, not one a \
+             turn. (Started with `--threads 1` where that is accepted.)",
             BURST_OF, BURST_TURNS_BOUND)),
         rule("idle_buffers_given_back", FLOODS, format!(
             "{} clients each send a {} `POST /echo`, read the answer, and stay connected, idle: \
@@ -535,7 +548,10 @@ pub fn rules() -> Vec<Rule> {
              (Started with `--threads 1` where that is accepted.)",
             FLOOD_WARM_UP, FLOOD_OTHERS, secs(FLOOD_OTHERS_EVERY), secs(FLOOD_PROMPTLY), FLOOD_WARM_UP)),
         rule("graceful_shutdown", SHUTDOWN, format!(
-            "After that SIGTERM, while the download goes on, {} new clients try to connect, {}              apart: from {} after the signal, every one is refused (the listener closed, on              every loop: `--threads 2` where accepted); one that gets in before must be              answered within {}.",
+            "After that SIGTERM, while the download goes on, {} new clients try to connect, {} \
+             apart: from {} after the signal, every one is refused (the listener closed, on \
+             every loop: `--threads 2` where accepted); one that gets in before must be \
+             answered within {}.",
             NEWCOMERS, secs(NEWCOMERS_EVERY), secs(REFUSED_WITHIN), secs(NEWCOMER_ANSWERED_WITHIN))),
         rule("graceful_shutdown", SHUTDOWN, format!(
             "SIGTERM while a big download is in flight: stop accepting, send the rest of the \
@@ -592,7 +608,9 @@ pub fn rules() -> Vec<Rule> {
              descriptors than at rest (or at most {} more).",
             PIPELINERS, size(super::departures::PIPELINE_BYTES as u64), PIPELINED_SLEEP_MS, secs(PATIENCE), secs(DESCRIPTORS_BACK_WITHIN), LAZY_DESCRIPTORS)),
         rule("departing_clients", DEPARTURES, format!(
-            "A client sends `GET /sleep?ms={}` with {} of pipelined `GET /hello` behind it, and              resets once the server has read {} of it: within {}, `/stats` no longer counts it.              A connection whose queue is too full to read more of must still hear a reset.",
+            "A client sends `GET /sleep?ms={}` with {} of pipelined `GET /hello` behind it, and \
+             resets once the server has read {} of it: within {}, `/stats` no longer counts it. \
+             A connection whose queue is too full to read more of must still hear a reset.",
             FULL_SLEEP_MS, size(FULL_PIPELINE_BYTES as u64), size(FULL_READ), secs(GONE_WITHIN))),
         rule("departing_clients", DEPARTURES, format!(
             "Only where `--help` lists `--upstream-limit` (a flag nobody must have): started \
