@@ -214,7 +214,7 @@ pub mod tests {
                 .iter()
                 .map(|server| {
                     let count =
-                        AllocationCount { blocks_per_request: 3.0, bytes_per_request: 128.0 };
+                        AllocationCount { allocations_per_request: 3.0, bytes_per_request: 128.0 };
                     (counted(server), Ok(count))
                 })
                 .collect(),

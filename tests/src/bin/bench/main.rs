@@ -13,17 +13,19 @@
 //! file, 16 pipelined 64 KiB echoes, and `/hello` while 0 to 10,000 idle connections are
 //! open.
 //! Around every run it reads the server's CPU time, for the CPU each request cost. Then it
-//! counts system calls per request (`strace`) and heap allocations per request
-//! (`valgrind --tool=dhat`) where those tools are installed. It prints a Markdown report
-//! and writes it, with an SVG chart and the raw results (`results.rs`), to the book's
-//! `generated/` folder; `--redraw` draws the report and the chart again from those. A run
-//! records what it was made from in the book's lock (`suite::lock`), so that the book's
-//! check fails once a chapter changes and the benchmark was not run again.
+//! counts system calls per request (`strace`, where it is installed) and heap allocations
+//! per request (`alloc_counter.rs`, a library it builds with `rustc` and loads into each
+//! server with `LD_PRELOAD`). It prints a Markdown report and writes it, with an SVG
+//! chart and the raw results (`results.rs`), to the book's `generated/` folder; `--redraw`
+//! draws the report and the chart again from those. A run records what it was made from
+//! in the book's lock (`suite::lock`), so that the book's check fails once a chapter
+//! changes and the benchmark was not run again.
 //!
 //! The pieces, one file each: `options` (the command line), `targets` and `nginx`
 //! (building and starting servers), `generator` (`wrk` or our own `load`), `scenarios`
 //! (what to measure, one round at a time), `probes` (bounded checks and idle
-//! connections), `cpu`, `syscalls`, `allocations`, `summary` (rounds to medians), `results`
+//! connections), `cpu`, `syscalls`, `allocations` (with `alloc_counter.rs`, which is not a
+//! module but a library of its own), `summary` (rounds to medians), `results`
 //! (kept, and read back), `report` (the tables, with `text` for the numbers in them), and
 //! `chart`, `panels` and `idle` (the SVG).
 //! `process` makes sure no child outlives the harness.
@@ -61,12 +63,13 @@ use scenarios::{Outcome, Scenario, SCENARIOS};
 use targets::{Site, Target};
 use text::{cpu_text, human_duration, latency_text, rate_text};
 
-/// The full run's budget for the scenarios, leaving room for strace, valgrind and builds.
+/// The full run's budget for the scenarios, leaving room for strace, the allocation count
+/// and builds.
 const SCENARIO_BUDGET_SECS: f64 = 420.0;
 /// Starting a server, opening idle connections, the probe: about this much per round.
 const ROUND_OVERHEAD_SECS: f64 = 0.8;
-/// Requests per DHAT run; the difference is what is divided.
-const ALLOCATION_REQUESTS: (u64, u64) = (500, 2500);
+/// Requests in the two batches of the allocation count; the difference is what is divided.
+const ALLOCATION_REQUESTS: (u64, u64) = (1000, 5000);
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -282,28 +285,35 @@ fn run(options: &Options, args: &[String]) -> Result<(), String> {
         eprintln!("bench: strace is not installed; not counting system calls");
     }
 
-    // 6. Heap allocations per request, where valgrind is installed (chapters only: nginx
-    //    allocates from its own pools, which DHAT would not see as we mean it).
-    let valgrind = find_program("valgrind").filter(|_| options.allocations);
+    // 6. Heap allocations per request, with our counter (nginx too: for it, its calls to
+    //    `malloc`, not what it carves out of its pools).
     let mut allocation_counts = Vec::new();
-    if let Some(valgrind) = &valgrind {
-        for server in servers.iter().filter(|server| !server.is_nginx()) {
-            let count =
-                allocations::count(valgrind, &load_program, server, &site, ALLOCATION_REQUESTS);
-            match &count {
-                Ok(count) => eprintln!(
-                    "bench: {:<18} {} heap allocations per /hello request",
-                    server.name,
-                    text::per_request_text(count.blocks_per_request, 2)
-                ),
-                Err(why) => {
-                    eprintln!("bench: {:<18} allocations not counted: {why}", server.name)
+    if options.allocations {
+        match allocations::build_counter(&site.scratch) {
+            Ok(counter) => {
+                for server in &servers {
+                    let count = allocations::count(
+                        &counter,
+                        &load_program,
+                        server,
+                        &site,
+                        ALLOCATION_REQUESTS,
+                    );
+                    match &count {
+                        Ok(count) => eprintln!(
+                            "bench: {:<18} {} heap allocations per /hello request",
+                            server.name,
+                            text::per_request_text(count.allocations_per_request, 2)
+                        ),
+                        Err(why) => {
+                            eprintln!("bench: {:<18} allocations not counted: {why}", server.name)
+                        }
+                    }
+                    allocation_counts.push((server.name.clone(), count));
                 }
             }
-            allocation_counts.push((server.name.clone(), count));
+            Err(why) => eprintln!("bench: not counting allocations: {why}"),
         }
-    } else if options.allocations {
-        eprintln!("bench: valgrind is not installed; not counting allocations");
     }
 
     // 7. The report: on the terminal, and as the book's generated files.

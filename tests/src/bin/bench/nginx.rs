@@ -6,6 +6,7 @@
 //! `/echo` needs the echo module (Debian: `libnginx-mod-http-echo`, which `nginx-light`
 //! brings along); without it, the echo scenario reports nginx as not measured.
 
+use std::ffi::OsStr;
 use std::fs;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -45,8 +46,11 @@ fn echo_module(built_with: &str) -> Option<String> {
     module.is_file().then(|| format!("load_module {};", module.display()))
 }
 
-/// Starts nginx on a free port and waits until it answers.
-pub fn start(target: &Target, site: &Site) -> Result<Server, String> {
+/// Starts nginx on a free port, with `environment` added to its own, and waits until it
+/// answers.
+pub fn start(
+    target: &Target, site: &Site, environment: &[(&str, &OsStr)],
+) -> Result<Server, String> {
     let Kind::Nginx { status_page, echo, workers } = &target.kind else {
         return Err(format!("{} is not nginx", target.name));
     };
@@ -64,6 +68,7 @@ pub fn start(target: &Target, site: &Site) -> Result<Server, String> {
         let log = log_file(site, &target.name.replace(' ', "-"))?;
         let mut command = Command::new(&target.program);
         command
+            .envs(environment.iter().copied())
             .arg("-p")
             .arg(&folder)
             .arg("-e")

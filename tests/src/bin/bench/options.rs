@@ -7,7 +7,8 @@ use crate::scenarios::SCENARIOS;
 pub const USAGE: &str = "\
 usage: bench [--quick] [--chapters 1,2,3] [--out DIR | --no-write]
              [--generator auto|wrk|own] [--no-nginx] [--scenarios ID,ID,...]
-             [--rounds N] [--seconds N] [--no-syscalls] [--no-allocations]
+             [--no-scenarios] [--rounds N] [--seconds N] [--no-syscalls]
+             [--no-allocations]
        bench --redraw [--out DIR]
 
   --quick            one round of 1 s per scenario and server (about 4 minutes)
@@ -20,10 +21,13 @@ usage: bench [--quick] [--chapters 1,2,3] [--out DIR | --no-write]
   --scenarios LIST   only these scenarios: keep-alive-1, keep-alive-50, keep-alive-500,
                      pipelined-16, file-8mib, file-64k, pipelined-echo-64k, idle-0,
                      idle-1k, idle-5k, idle-10k
+  --no-scenarios     run no scenario: only count system calls and allocations (with
+                     --no-syscalls, allocations alone: seconds, not minutes)
   --rounds N         rounds per scenario (default 3, or 2 if 3 do not fit; --quick: 1)
   --seconds N        seconds per round (default: what fits the budget, 1 to 3)
   --no-syscalls      skip counting system calls with strace
-  --no-allocations   skip counting heap allocations with valgrind
+  --no-allocations   skip counting heap allocations (a counter the harness builds with
+                     rustc and loads into each server with LD_PRELOAD)
   --redraw           measure nothing: draw bench.md and bench.svg again from the raw
                      results of the last run, DIR/bench-results.txt";
 
@@ -42,6 +46,7 @@ pub struct Options {
     pub write: bool,
     pub generator: Choice,
     pub nginx: bool,
+    /// Which scenarios: `None` for all of them; `Some` of an empty list for none.
     pub scenarios: Option<Vec<String>>,
     pub rounds: Option<usize>,
     pub seconds: Option<u64>,
@@ -120,6 +125,7 @@ pub fn parse_args(args: &[String]) -> Result<Option<Options>, String> {
                         .ok_or_else(|| format!("--seconds {seconds}: expected 1 to 60"))?,
                 )
             }
+            "--no-scenarios" => options.scenarios = Some(Vec::new()),
             "--no-syscalls" => options.syscalls = false,
             "--no-allocations" => options.allocations = false,
             "--redraw" => options.redraw = true,
@@ -149,5 +155,7 @@ mod tests {
         assert!(parse(&["--seconds"]).is_err());
         assert!(parse(&["--help"]).expect("valid").is_none());
         assert!(parse(&["--redraw"]).expect("valid").expect("not --help").redraw);
+        let none = parse(&["--no-scenarios"]).expect("valid").expect("not --help");
+        assert_eq!(none.scenarios, Some(Vec::new()));
     }
 }

@@ -84,7 +84,9 @@ pub fn markdown(run: &Run) -> String {
     syscalls(&mut page, run, &mut footnotes);
     allocations(&mut page, run, &mut footnotes);
     let out = &mut page;
-    let _ = writeln!(out, "\n### What each scenario shows\n");
+    if !run.scenarios.is_empty() {
+        let _ = writeln!(out, "\n### What each scenario shows\n");
+    }
     for result in &run.scenarios {
         let scenario = result.scenario;
         let _ = writeln!(out, "- `{}` ({}): {}", scenario.id, scenario.title, scenario.note);
@@ -154,6 +156,10 @@ fn header(out: &mut String, run: &Run) {
 /// A table per scenario (but the idle sweep), a row per server: few enough columns, with
 /// short heads, to fit the book's text column.
 fn throughput(out: &mut String, run: &Run, notes: &mut Vec<Note>) {
+    // `--no-scenarios` and `--scenarios idle-0,...`: no table to introduce.
+    if run.scenarios.iter().all(|result| result.scenario.idle > 0) {
+        return;
+    }
     let _ = writeln!(out, "\n### Throughput, latency and CPU\n");
     let _ = writeln!(
         out,
@@ -317,10 +323,14 @@ fn allocations(out: &mut String, run: &Run, notes: &mut Vec<Note>) {
     let _ = writeln!(out, "\n### Heap allocations per `/hello` request\n");
     let _ = writeln!(
         out,
-        "`valgrind --tool=dhat` counts every allocation from start to exit. Each chapter ran \
-         under it twice, answering exactly {few} and then {many} `/hello` requests over one \
-         connection; the difference divided by {} is what one request costs, start-up and \
-         shutdown cancelled out. For chapters 1 and 2 a request includes its connection.\n",
+        "A counter loaded into the server with `LD_PRELOAD` (`tests/src/bin/bench/\
+         alloc_counter.rs`) counts every call into glibc's allocator that allocates (`malloc`, \
+         `calloc`, `realloc`, the aligned ones), as the server runs. After a warm-up, each \
+         server answered exactly {few} and then {many} `/hello` requests over one connection; \
+         the second batch's count less the first's, divided by {}, is what one request costs, \
+         the connection's own cost cancelled out. For chapters 1 and 2 a request includes its \
+         connection; for nginx the count is of the pools it takes from `malloc`, not of what \
+         it carves out of them.\n",
         many - few
     );
     let _ = writeln!(out, "| server | allocations/request | bytes/request |");
@@ -331,15 +341,29 @@ fn allocations(out: &mut String, run: &Run, notes: &mut Vec<Note>) {
                 let _ = writeln!(
                     out,
                     "| {server} | {} | {} |",
-                    per_request_text(count.blocks_per_request, 2),
+                    per_request_text(count.allocations_per_request, 2),
                     per_request_text(count.bytes_per_request, 0)
                 );
             }
             Err(why) => {
-                let mark =
-                    mark(notes, "valgrind --tool=dhat", server, format!("not measured: {why}"));
+                let mark = mark(notes, "alloc_counter.rs", server, format!("not measured: {why}"));
                 let _ = writeln!(out, "| {server} | –{mark} | – |");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_run_without_scenarios_shows_its_counts_alone() {
+        // `--no-scenarios`: the system calls and allocations, and no empty tables.
+        let mut run = crate::chart::tests::run();
+        run.scenarios.clear();
+        let page = super::markdown(&run);
+        assert!(page.contains("| ch07-epoll | 3.00 | 128 |"));
+        assert!(page.contains("### System calls per request"));
+        assert!(!page.contains("### Throughput") && !page.contains("### What each scenario"));
+        assert!(crate::chart::svg(&run).trim_end().ends_with("</svg>"));
     }
 }

@@ -145,7 +145,7 @@ pub fn write(run: &Run) -> String {
                 &[
                     "allocations",
                     server,
-                    &count.blocks_per_request.to_string(),
+                    &count.allocations_per_request.to_string(),
                     &count.bytes_per_request.to_string(),
                 ],
             ),
@@ -275,7 +275,7 @@ pub fn read(text: &str) -> Result<Run, String> {
             }
             "allocations" => {
                 let count = AllocationCount {
-                    blocks_per_request: number(&field(2)?, "blocks")?,
+                    allocations_per_request: number(&field(2)?, "allocations")?,
                     bytes_per_request: number(&field(3)?, "bytes")?,
                 };
                 run.allocations.push((field(1)?, Ok(count)));

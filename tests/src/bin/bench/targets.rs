@@ -10,6 +10,7 @@
 //! (`--threads 1`, `--threads 2`). The harness finds out from the chapter's `--help`, so a
 //! later chapter with the same flags is measured the same way without a change here.
 
+use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -221,37 +222,28 @@ impl Target {
 
     /// Starts the server on a free port of 127.0.0.1, and waits until it listens.
     pub fn start(&self, site: &Site) -> Result<Server, String> {
-        match &self.kind {
-            Kind::Chapter { flags } => self.start_chapter(site, flags, &[], START_LIMIT),
-            Kind::Nginx { .. } => crate::nginx::start(self, site),
-        }
+        self.start_with(site, &[])
     }
 
-    /// Starts a chapter inside another program, such as `valgrind --tool=dhat`, which
-    /// runs the chapter in the same process (so the PID is still the server's).
-    pub fn start_under(&self, site: &Site, wrapper: &[String]) -> Result<Server, String> {
+    /// The same, with variables added to the server's environment, such as `LD_PRELOAD`
+    /// for the allocation counter (`allocations.rs`).
+    pub fn start_with(
+        &self, site: &Site, environment: &[(&str, &OsStr)],
+    ) -> Result<Server, String> {
         match &self.kind {
-            Kind::Chapter { flags } => {
-                self.start_chapter(site, flags, wrapper, Duration::from_secs(30))
-            }
-            Kind::Nginx { .. } => Err("only chapters run under a wrapper".into()),
+            Kind::Chapter { flags } => self.start_chapter(site, flags, environment),
+            Kind::Nginx { .. } => crate::nginx::start(self, site, environment),
         }
     }
 
     // ANCHOR: start_chapter
     fn start_chapter(
-        &self, site: &Site, flags: &[String], wrapper: &[String], limit: Duration,
+        &self, site: &Site, flags: &[String], environment: &[(&str, &OsStr)],
     ) -> Result<Server, String> {
         let log = log_file(site, &self.name)?;
-        let mut command = match wrapper.split_first() {
-            Some((program, args)) => {
-                let mut command = Command::new(program);
-                command.args(args).arg(&self.program);
-                command
-            }
-            None => Command::new(&self.program),
-        };
+        let mut command = Command::new(&self.program);
         command
+            .envs(environment.iter().copied())
             .args(["--host", "127.0.0.1", "--port", "0", "--root"])
             .arg(&site.root)
             .args(flags)
@@ -274,7 +266,7 @@ impl Target {
             }
             for _ in lines {}
         });
-        let line = match receiver.recv_timeout(limit) {
+        let line = match receiver.recv_timeout(START_LIMIT) {
             Ok(line) => line,
             Err(_) => {
                 return Err(match guard.exited() {
@@ -282,7 +274,7 @@ impl Target {
                     None => format!(
                         "{} did not start listening within {} s",
                         self.name,
-                        limit.as_secs()
+                        START_LIMIT.as_secs()
                     ),
                 })
             }
