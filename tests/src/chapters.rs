@@ -34,6 +34,7 @@ pub const CHAPTERS: &[Chapter] = &[
     Chapter::new(8, "ch08-async", "08-async"),
     Chapter::new(9, "ch09-multicore", "09-multicore"),
     Chapter::new(10, "ch10-io-uring", "10-io-uring"),
+    Chapter::new(11, "ch11-multishot", "11-multishot"),
 ];
 // ANCHOR_END: chapters
 

@@ -77,7 +77,7 @@ pub const MANIFEST: &[Row] = &[
     Row {
         capability: Capability::Basics,
         description: "routes, HEAD, errors, bad input, big files intact",
-        chapters: [Yes, Yes, Yes, Yes, Yes, Yes, Yes, Yes, Yes, Yes],
+        chapters: [Yes, Yes, Yes, Yes, Yes, Yes, Yes, Yes, Yes, Yes, Yes],
         note: Some(
             "A callback that panics (chapter 3 on) cannot be provoked from outside, since no \
             route panics. The event loop catches the panic and closes only that callback's \
@@ -107,6 +107,7 @@ pub const MANIFEST: &[Row] = &[
             Yes,
             Yes,
             Yes,
+            Yes,
         ],
         note: None,
     },
@@ -116,6 +117,7 @@ pub const MANIFEST: &[Row] = &[
         chapters: [
             No("ch01 writes each response with a blocking write_all: a client that stops \
                 reading stops the whole server."),
+            Yes,
             Yes,
             Yes,
             Yes,
@@ -144,6 +146,7 @@ pub const MANIFEST: &[Row] = &[
             Yes,
             Yes,
             Yes,
+            Yes,
         ],
         note: None,
     },
@@ -157,6 +160,7 @@ pub const MANIFEST: &[Row] = &[
             No("ch02 still answers one request per connection and closes it, so there is no \
                 pipeline to flood: the requests behind the first are dropped with the \
                 connection."),
+            Yes,
             Yes,
             Yes,
             Yes,
@@ -199,6 +203,7 @@ pub const MANIFEST: &[Row] = &[
             Yes,
             Yes,
             Yes,
+            Yes,
         ],
         note: Some(
             "`graceful_shutdown` holds a big response in flight after SIGTERM (its client \
@@ -225,6 +230,7 @@ pub const MANIFEST: &[Row] = &[
             Yes,
             Yes,
             Yes,
+            Yes,
         ],
         note: None,
     },
@@ -239,6 +245,7 @@ pub const MANIFEST: &[Row] = &[
                 over."),
             No("ch03's event loop blocks in /sleep and /upstream/ too: no turn runs while it \
                 waits, so nothing can notice that the client has gone until the wait ends."),
+            Yes,
             Yes,
             Yes,
             Yes,
@@ -276,6 +283,7 @@ pub const MANIFEST: &[Row] = &[
             Yes,
             Yes,
             Yes,
+            Yes,
         ],
         note: None,
     },
@@ -290,6 +298,7 @@ pub const MANIFEST: &[Row] = &[
                 backlog."),
             No("ch03 has no timers yet: trickling clients keep their descriptors for as long \
                 as they like, and once all are taken nobody new is accepted."),
+            Yes,
             Yes,
             Yes,
             Yes,
@@ -318,6 +327,7 @@ pub const MANIFEST: &[Row] = &[
             Yes,
             Yes,
             Yes,
+            Yes,
         ],
         note: None,
     },
@@ -335,6 +345,7 @@ pub const MANIFEST: &[Row] = &[
                 the loop waits, not how much a download holds."),
             No("ch05 reads a file whole into memory before sending it: its promise of a \
                 file's contents is a promise of all of them at once."),
+            Yes,
             Yes,
             Yes,
             Yes,
@@ -363,6 +374,7 @@ pub const MANIFEST: &[Row] = &[
             No("ch06's thread pool takes file work off the loop, not the waiting: `poll(2)` \
                 walks every open descriptor on every turn, so each turn costs time in \
                 proportion to all open connections."),
+            Yes,
             Yes,
             Yes,
             Yes,
@@ -396,6 +408,7 @@ pub const MANIFEST: &[Row] = &[
                 accepts and answers every connection, and the pool threads only read files."),
             No("ch08's executor runs every connection's task on one thread; its pool threads \
                 only read files, so one core does all the serving."),
+            Yes,
             Yes,
             Yes,
         ],

@@ -35,7 +35,7 @@ macro_rules! suite {
 }
 
 suite! {
-    chapters: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
+    chapters: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11];
     probes: [
         command_line, ipv6_host, index_page, hello, sleep_route, stats_route, head_requests, not_found,
         method_not_allowed, unknown_method, echo, echo_needs_length, echo_too_large, files,

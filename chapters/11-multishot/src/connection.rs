@@ -193,8 +193,14 @@ impl Client {
             let mut left = moved; // out of the pipe, as fast as the client takes it
             while left > 0 {
                 let (pipe, socket) = (download.pipe.reader.clone(), self.stream.shared());
-                let limit = Some(server.config.send_timeout);
-                match fs::splice(pipe, None, socket, left, limit).await? {
+                // A splice to a full socket waits on a worker of the kernel's, where no
+                // cancel reaches it: past the send timeout, shutting the socket ends it.
+                let splice = fs::splice(pipe, None, socket, left);
+                let Ok(sent) = timeout(server.config.send_timeout, splice).await else {
+                    let _ = self.stream.get_ref().shutdown(Shutdown::Both);
+                    return Err(io::ErrorKind::TimedOut.into());
+                };
+                match sent? {
                     0 => return Err(io::ErrorKind::WriteZero.into()),
                     sent => left -= sent,
                 }

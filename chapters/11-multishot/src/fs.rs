@@ -89,7 +89,7 @@ impl Files {
     pub async fn read(&self, download: &Download, offset: u64, len: usize) -> io::Result<usize> {
         self.slow_disk().await;
         let (file, pipe) = (download.file.clone(), download.pipe.writer.clone());
-        splice(file, Some(offset), pipe, len, None).await
+        splice(file, Some(offset), pipe, len).await
     }
 
     /// `--fs-delay-ms`: a sleep on the loop's timers, as `/sleep`'s. (It could be a timer
@@ -128,13 +128,12 @@ impl Pipe {
 
 /// Moves up to `len` bytes from `from` (a file, at `offset`; or a pipe: `None`) to `to`,
 /// one of the two a pipe: `IORING_OP_SPLICE`, carried out by the kernel's own workers.
-/// Past `limit`, it is cancelled (`TimedOut`).
 pub async fn splice<F: AsFd + 'static, T: AsFd + 'static>(
-    from: Rc<F>, offset: Option<u64>, to: Rc<T>, len: usize, limit: Option<Duration>,
+    from: Rc<F>, offset: Option<u64>, to: Rc<T>, len: usize,
 ) -> io::Result<usize> {
     // SAFETY: a splice points at no memory; the operation keeps both descriptors open.
     let splice = unsafe {
-        submit((from, to), limit, |(from, to)| {
+        submit((from, to), None, |(from, to)| {
             let (to, from) = (to.as_fd().as_raw_fd(), from.as_fd().as_raw_fd());
             let entry = io_uring_sqe::new(IORING_OP_SPLICE, to, std::ptr::null(), len as u32);
             // -1 (`u64::MAX`): no offset, for a pipe or a socket.
@@ -142,12 +141,7 @@ pub async fn splice<F: AsFd + 'static, T: AsFd + 'static>(
             io_uring_sqe { addr, off: u64::MAX, splice_fd_in: from, ..entry }
         })
     };
-    match splice.await.0 {
-        Err(error) if error.raw_os_error() == Some(libc::ECANCELED) => {
-            Err(io::ErrorKind::TimedOut.into()) // the limit passed
-        }
-        moved => moved.map(|count| count as usize),
-    }
+    splice.await.0.map(|count| count as usize)
 }
 // ANCHOR_END: splice
 
