@@ -25,7 +25,7 @@ use crate::ring::{Ring, IORING_CQE_BUFFER_SHIFT, IORING_REGISTER_PBUF_RING};
 pub const GROUP: u16 = 0;
 /// How many buffers, and how big: 1 MiB a loop, shared by all its connections. A buffer
 /// is held only from its completion until its task copies it out, the same turn.
-const COUNT: usize = 256;
+pub const COUNT: usize = 256;
 pub const SIZE: usize = 4096;
 
 /// One entry of the ring, as `<linux/io_uring.h>` has it. The ring's tail shares the
@@ -63,7 +63,7 @@ pub struct BufferRing {
     entries: NonNull<Entries>,
     buffers: NonNull<[u8]>,
     /// Our copy of the tail: only we write it.
-    tail: u16,
+    pub(crate) tail: u16,
 }
 
 impl BufferRing {
@@ -135,3 +135,7 @@ impl Drop for BufferRing {
         });
     }
 }
+
+#[cfg(test)]
+#[path = "buffers_tests.rs"]
+mod tests;

@@ -148,3 +148,7 @@ pub async fn splice<F: AsFd + 'static, T: AsFd + 'static>(
 fn not_a_file() -> Response {
     Response::error(404, "no such file")
 }
+
+#[cfg(test)]
+#[path = "fs_tests.rs"]
+mod tests;

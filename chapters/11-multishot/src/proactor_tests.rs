@@ -190,3 +190,130 @@ fn an_operation_stays_on_its_thread() {
     impl<T: ?Sized + Send> AmbiguousIfSend<u8> for T {}
     <Op<()> as AmbiguousIfSend<_>>::check();
 }
+
+// New in chapter 11: entries that complete many times, buffers the kernel picks, the slab.
+
+/// A multishot receive into the loop's provided buffers, as `net.rs` arms one.
+fn multishot_receive(socket: &Rc<UnixStream>) -> Op<Rc<UnixStream>> {
+    use crate::buffers::GROUP;
+    use crate::ring::{IORING_RECV_MULTISHOT, IOSQE_BUFFER_SELECT};
+    // SAFETY: the entry points at no memory of ours: the kernel picks a provided buffer.
+    unsafe {
+        submit(socket.clone(), None, |socket| {
+            let entry = io_uring_sqe::new(IORING_OP_RECV, socket.as_raw_fd(), std::ptr::null(), 0);
+            let flags = IOSQE_BUFFER_SELECT;
+            io_uring_sqe { flags, ioprio: IORING_RECV_MULTISHOT, buf_group: GROUP, ..entry }
+        })
+    }
+}
+
+/// The next completion of `op`, turning the ring until it comes (at most 3 s); `None`
+/// once the operation has ended.
+fn next<T>(op: &mut Op<T>) -> Option<Completion> {
+    let mut context = Context::from_waker(Waker::noop());
+    let started = Instant::now();
+    loop {
+        if let Poll::Ready(next) = op.poll_next(&mut context) {
+            return next;
+        }
+        assert!(started.elapsed() < Duration::from_secs(3), "no completion in 3 s");
+        turn(Some(Duration::from_millis(100))).expect("turn");
+    }
+}
+
+/// How far the kernel has been handed buffers (the ring's tail, ours to move).
+fn handed_over() -> u16 {
+    with(|proactor| proactor.buffers.tail)
+}
+
+#[test]
+fn a_multishot_receive_completes_once_for_each_arrival() {
+    start(64).expect("io_uring");
+    let (ours, peer) = UnixStream::pair().expect("socketpair");
+    let ours = Rc::new(ours);
+    let mut receive = multishot_receive(&ours);
+    let mut received = Buffer::new();
+    for word in ["one", "two", "three"] {
+        std::io::Write::write_all(&mut &peer, word.as_bytes()).expect("write");
+        let completion = next(&mut receive).expect("a completion");
+        assert_eq!(completion.res, word.len() as i32);
+        assert!(completion.flags & IORING_CQE_F_MORE != 0, "still armed, for the next");
+        take_bytes(completion, &mut received);
+    }
+    assert_eq!(&received[..], b"onetwothree");
+    assert_eq!(in_flight(), 1, "one entry served them all");
+    drop(peer); // end of file: the last completion, which says no more
+    let end = next(&mut receive).expect("the end");
+    assert_eq!((end.res, end.flags & IORING_CQE_F_MORE), (0, 0));
+    assert!(next(&mut receive).is_none(), "ended");
+    assert_eq!(in_flight(), 0, "its slot is free");
+}
+
+#[test]
+fn with_no_buffer_left_a_receive_ends_and_armed_again_finds_the_bytes_waiting() {
+    use crate::buffers::COUNT;
+    start(64).expect("io_uring");
+    let (ours, peer) = UnixStream::pair().expect("socketpair");
+    let ours = Rc::new(ours);
+    let mut receive = multishot_receive(&ours);
+    // Every buffer taken and held (never copied out): one arrival each.
+    let held: Vec<Completion> = (0..COUNT)
+        .map(|_| {
+            std::io::Write::write_all(&mut &peer, b"x").expect("write");
+            next(&mut receive).expect("a completion")
+        })
+        .collect();
+    std::io::Write::write_all(&mut &peer, b"y").expect("write");
+    let starved = next(&mut receive).expect("a completion");
+    assert_eq!(starved.res, -libc::ENOBUFS, "no buffer left");
+    assert_eq!(starved.flags & IORING_CQE_F_MORE, 0, "which ends the multishot");
+    assert!(next(&mut receive).is_none());
+    // The buffers go back (once each); armed again, it finds the byte that waited.
+    let before = handed_over();
+    held.into_iter().for_each(|completion| take_bytes(completion, &mut Buffer::new()));
+    assert_eq!(handed_over().wrapping_sub(before) as usize, COUNT, "each given back once");
+    let mut again = multishot_receive(&ours);
+    let mut received = Buffer::new();
+    take_bytes(next(&mut again).expect("the waiting byte"), &mut received);
+    assert_eq!(&received[..], b"y");
+}
+
+#[test]
+fn a_dropped_receive_gives_back_the_buffers_of_what_it_did_not_take() {
+    start(64).expect("io_uring");
+    let (ours, peer) = UnixStream::pair().expect("socketpair");
+    let ours = Rc::new(ours);
+    let mut receive = multishot_receive(&ours);
+    std::io::Write::write_all(&mut &peer, b"first").expect("write");
+    turn_until(completed);
+    let before = handed_over();
+    drop(receive); // its task left, one completion untaken
+    assert_eq!(handed_over().wrapping_sub(before), 1, "its buffer went back, once");
+    turn_until(|| in_flight() == 0);
+    assert_eq!(in_flight(), 0, "cancelled, and its slot freed");
+    receive = multishot_receive(&ours); // nothing it had taken arrives twice
+    std::io::Write::write_all(&mut &peer, b"second").expect("write");
+    let mut received = Buffer::new();
+    take_bytes(next(&mut receive).expect("a completion"), &mut received);
+    assert_eq!(&received[..], b"second");
+}
+
+#[test]
+fn slots_are_reused_and_a_late_completion_reaches_no_later_operation() {
+    const IORING_OP_NOP: u8 = 0;
+    start(64).expect("io_uring");
+    // SAFETY: a no-op points at no memory.
+    let nop = || unsafe {
+        submit((), None, |_| io_uring_sqe::new(IORING_OP_NOP, -1, std::ptr::null(), 0))
+    };
+    let mut first = nop();
+    let first_user_data = first.user_data.expect("in flight");
+    assert!(next(&mut first).is_some());
+    for _ in 0..100 {
+        let mut op = nop();
+        assert_eq!(op.user_data.map(|user_data| user_data as u32), Some(first_user_data as u32));
+        assert!(next(&mut op).is_some());
+    }
+    assert_eq!(with(|proactor| proactor.slots.len()), 1, "one slot, used 101 times");
+    assert!(with(|proactor| proactor.slot(first_user_data).is_none()), "an old use names nothing");
+}
