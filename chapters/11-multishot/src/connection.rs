@@ -20,6 +20,8 @@ use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use nix::libc::POLLOUT;
+
 use shared::app::{self, Action};
 use shared::buffer::Buffer;
 use shared::files;
@@ -193,16 +195,16 @@ impl Client {
             let mut left = moved; // out of the pipe, as fast as the client takes it
             while left > 0 {
                 let (pipe, socket) = (download.pipe.reader.clone(), self.stream.shared());
-                // A splice to a full socket waits on a worker of the kernel's, where no
-                // cancel reaches it: past the send timeout, shutting the socket ends it.
-                let splice = fs::splice(pipe, None, socket, left);
-                let Ok(sent) = timeout(server.config.send_timeout, splice).await else {
-                    let _ = self.stream.get_ref().shutdown(Shutdown::Both);
-                    return Err(io::ErrorKind::TimedOut.into());
-                };
-                match sent? {
-                    0 => return Err(io::ErrorKind::WriteZero.into()),
-                    sent => left -= sent,
+                // The socket does not block (see `accepts`): a splice takes what fits, and
+                // a full socket is waited for here, within the send timeout, as in chapter 9.
+                match fs::splice(pipe, None, socket, left).await {
+                    Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                    Ok(sent) => left -= sent,
+                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                        let limit = Some(server.config.send_timeout);
+                        self.stream.ready(POLLOUT, limit).await?;
+                    }
+                    Err(error) => return Err(error),
                 }
                 self.since = Instant::now(); // it took some: its send timeout restarts
             }

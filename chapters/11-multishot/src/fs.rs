@@ -102,6 +102,8 @@ impl Files {
 }
 // ANCHOR_END: files
 
+const ERESTARTSYS: i32 = 512;
+
 // ANCHOR: splice
 /// A file on its way, and the pipe it goes through.
 pub struct Download {
@@ -128,20 +130,31 @@ impl Pipe {
 
 /// Moves up to `len` bytes from `from` (a file, at `offset`; or a pipe: `None`) to `to`,
 /// one of the two a pipe: `IORING_OP_SPLICE`, carried out by the kernel's own workers.
+/// A worker waiting on a full socket can be interrupted by a signal before it has moved a
+/// byte: then it is simply asked again. (It says `EINTR`, or, seen on Linux 6.18, the
+/// kernel's own `ERESTARTSYS`, 512, which no system call returns to a program.)
 pub async fn splice<F: AsFd + 'static, T: AsFd + 'static>(
-    from: Rc<F>, offset: Option<u64>, to: Rc<T>, len: usize,
+    mut from: Rc<F>, offset: Option<u64>, mut to: Rc<T>, len: usize,
 ) -> io::Result<usize> {
-    // SAFETY: a splice points at no memory; the operation keeps both descriptors open.
-    let splice = unsafe {
-        submit((from, to), None, |(from, to)| {
-            let (to, from) = (to.as_fd().as_raw_fd(), from.as_fd().as_raw_fd());
-            let entry = io_uring_sqe::new(IORING_OP_SPLICE, to, std::ptr::null(), len as u32);
-            // -1 (`u64::MAX`): no offset, for a pipe or a socket.
-            let addr = offset.unwrap_or(u64::MAX); // the offset to read `from` at
-            io_uring_sqe { addr, off: u64::MAX, splice_fd_in: from, ..entry }
-        })
-    };
-    splice.await.0.map(|count| count as usize)
+    loop {
+        // SAFETY: a splice points at no memory; the operation keeps both descriptors open.
+        let splice = unsafe {
+            submit((from, to), None, |(from, to)| {
+                let (to, from) = (to.as_fd().as_raw_fd(), from.as_fd().as_raw_fd());
+                let entry = io_uring_sqe::new(IORING_OP_SPLICE, to, std::ptr::null(), len as u32);
+                // -1 (`u64::MAX`): no offset, for a pipe or a socket.
+                let addr = offset.unwrap_or(u64::MAX); // the offset to read `from` at
+                io_uring_sqe { addr, off: u64::MAX, splice_fd_in: from, ..entry }
+            })
+        };
+        let moved;
+        (moved, (from, to)) = splice.await;
+        match moved {
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) if error.raw_os_error() == Some(ERESTARTSYS) => continue,
+            moved => return moved.map(|count| count as usize),
+        }
+    }
 }
 // ANCHOR_END: splice
 

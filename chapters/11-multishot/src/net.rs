@@ -55,17 +55,18 @@ impl<T: AsFd + 'static> Async<T> {
         self.inner.clone()
     }
 
-    /// Waits until the descriptor is ready for `events`: readiness, as an operation.
-    async fn ready(&self, events: i16) -> io::Result<()> {
+    /// Waits until the descriptor is ready for `events`: readiness, as an operation. Past
+    /// `limit` (if any), `TimedOut`.
+    pub async fn ready(&self, events: i16, limit: Option<Duration>) -> io::Result<()> {
         // SAFETY: a poll points at no memory; the operation keeps the descriptor open.
         let poll = unsafe {
-            submit(self.inner.clone(), None, |inner| {
+            submit(self.inner.clone(), limit, |inner| {
                 let fd = inner.as_fd().as_raw_fd();
                 io_uring_sqe::new(IORING_OP_POLL_ADD, fd, std::ptr::null(), 0)
                     .with(events as u32, 0)
             })
         };
-        poll.await.0.map(drop)
+        poll.await.0.map(drop).map_err(timed_out)
     }
 
     /// For what has no operation of its own (emptying a pipe): runs `call` until it does
@@ -74,7 +75,7 @@ impl<T: AsFd + 'static> Async<T> {
         loop {
             match call(&self.inner) {
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                    self.ready(POLLIN).await?
+                    self.ready(POLLIN, None).await?
                 }
                 result => return result,
             }
@@ -94,7 +95,8 @@ impl Async<TcpListener> {
             submit(self.inner.clone(), None, |listener| {
                 let entry =
                     io_uring_sqe::new(IORING_OP_ACCEPT, listener.as_raw_fd(), std::ptr::null(), 0);
-                let entry = entry.with(libc::SOCK_CLOEXEC as u32, 0);
+                // Non-blocking (new): a splice to it says `EAGAIN`, not wait on a worker.
+                let entry = entry.with((libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK) as u32, 0);
                 io_uring_sqe { ioprio: IORING_ACCEPT_MULTISHOT, ..entry }
             })
         }
@@ -115,7 +117,7 @@ impl Async<TcpStream> {
     /// and `SO_ERROR` says how it went.
     pub async fn connect(address: SocketAddr) -> io::Result<Async<TcpStream>> {
         let stream = Async::new(upstream::start_connecting(address)?);
-        stream.ready(POLLOUT).await?;
+        stream.ready(POLLOUT, None).await?;
         match stream.get_ref().take_error()? {
             None => Ok(stream),
             Some(error) => Err(error),
@@ -178,7 +180,7 @@ impl Async<TcpStream> {
     /// reads no more still learns that its client is gone. A poll for no event: errors and
     /// hang-ups are reported whatever was asked. A half-close (end-of-file) is no leaving.
     pub async fn departed(&self) -> io::Error {
-        if let Err(error) = self.ready(0).await {
+        if let Err(error) = self.ready(0, None).await {
             return error;
         }
         match self.inner.take_error() {
@@ -216,10 +218,6 @@ impl Async<TcpStream> {
             })
         };
         let (sent, (_, bytes)) = send.await;
-        let timed_out = |error: io::Error| match error.raw_os_error() {
-            Some(libc::ECANCELED) => io::ErrorKind::TimedOut.into(), // the limit passed
-            _ => error,
-        };
         (sent.map(|count| count as usize).map_err(timed_out), bytes)
     }
 
@@ -238,3 +236,11 @@ impl Async<TcpStream> {
     }
 }
 // ANCHOR_END: stream
+
+/// An operation cancelled by its time limit says `ECANCELED`: to the caller, `TimedOut`.
+fn timed_out(error: io::Error) -> io::Error {
+    match error.raw_os_error() {
+        Some(libc::ECANCELED) => io::ErrorKind::TimedOut.into(),
+        _ => error,
+    }
+}

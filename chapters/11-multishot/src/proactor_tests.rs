@@ -72,7 +72,7 @@ fn a_completed_operation_returns_its_memory_with_the_result() {
     let waker = Waker::noop();
     let mut context = Context::from_waker(waker);
     assert!(op.as_mut().poll(&mut context).is_pending(), "in the ring, until a turn");
-    turn_until(|| completed());
+    turn_until(completed);
     let Poll::Ready((received, (_, mut tracked))) = op.as_mut().poll(&mut context) else {
         panic!("completed, after a turn")
     };
@@ -147,7 +147,7 @@ fn a_descriptor_made_for_a_task_that_left_is_closed() {
         })
     };
     let mut client = TcpStream::connect(address).expect("connect");
-    turn_until(|| completed());
+    turn_until(completed);
     drop(accept); // done, but never polled: its task left
     assert_eq!(in_flight(), 0, "its slot is freed, and the descriptor closed");
     client.set_read_timeout(Some(Duration::from_secs(3))).expect("timeout");
