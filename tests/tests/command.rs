@@ -32,12 +32,16 @@ fn students_program(test: &str) -> Option<PathBuf> {
     Some(copy)
 }
 
-/// Runs `suite --command '<program>' ARGS`, with the program's path quoted for the shell.
+/// The program's path quoted for the shell: the command the tests give the suite.
+fn quoted(program: &Path) -> String {
+    format!("'{}'", program.display().to_string().replace('\'', r"'\''"))
+}
+
+/// Runs `suite --command '<program>' ARGS`.
 fn run_suite(program: &Path, args: &[&str]) -> Output {
-    let quoted = format!("'{}'", program.display().to_string().replace('\'', r"'\''"));
     Command::new(env!("CARGO_BIN_EXE_suite"))
         .arg("--command")
-        .arg(quoted)
+        .arg(quoted(program))
         .args(args)
         .output()
         .expect("the suite runs")
@@ -51,7 +55,7 @@ fn command_runs_a_server_the_suite_did_not_build() {
     assert!(passing.status.success(), "{passing:?}");
     assert!(stdout.contains("1 check: 1 pass, 0 expected limitations, 0 fail"), "{stdout}");
     // The line names the program, not chapter 1, which is only what it is held to.
-    let line = format!("`'{}'` hello ", program.display());
+    let line = format!("`{}` hello ", quoted(&program));
     assert!(stdout.lines().next().is_some_and(|first| first.starts_with(&line)), "{stdout}");
 
     // Held to chapter 3's expectations, chapter 1's program fails: it has no keep-alive.
@@ -78,7 +82,7 @@ fn a_shared_cause_is_said_once_at_the_top() {
     let Some(program) = students_program("shared-cause") else { return };
     // Chapter 1's program, but for a `--root`, which it refuses as a student's might.
     let script = program.with_extension("refuses-root.sh");
-    let quoted = format!("'{}'", program.display().to_string().replace('\'', r"'\''"));
+    let quoted = quoted(&program);
     let text = format!(
         "#!/bin/sh\ncase \" $* \" in *\" --root \"*) echo \"unknown flag --root\" >&2; exit 2;; \
          esac\nexec {quoted} \"$@\"\n"
