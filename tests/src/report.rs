@@ -6,12 +6,13 @@
 //!       (exit status: 2: a refused command line? ...); its stderr ends: unknown flag --root
 //!   [B] 40 checks: it lacks Connection: close, and ch01 (says the manifest) has no ...
 //!
-//! ./server          hello                       FAIL: GET /hello HTTP/1.1: answered 200 (Hello, world!), but [B]
-//! ./server          files                       FAIL [A]
-//! ./server          upstream_relay              FAIL: GET /upstream/teapot: expected 418, ...
-//! ./server          idle_client                 expected limitation: ch01 serves one ...
+//! `./server`        hello                       FAIL: GET /hello HTTP/1.1: answered 200
+//!                                               (Hello, world!), but [B]
+//! `./server`        files                       FAIL [A]
+//! `./server`        upstream_relay              FAIL: GET /upstream/teapot: expected 418, ...
+//! `./server`        idle_client                 expected limitation: ch01 serves one ...
 //! ...
-//! by row of the capability table (what ch01-blocking must show, and so must ./server):
+//! by row of the capability table (what ch01-blocking must show, and so must `./server`):
 //!   FAIL  routes, HEAD, ... (expected: has it): 10 of 31 checks fail; broken: files [A], ...
 //!   ok    an idle or slow client does not hold up others (expected: lacks it): 3 checks
 //!   FAIL  a slow disk (...) (expected: lacks it): 1 of 1 check fails; broken: slow_disk [A]
@@ -19,9 +20,9 @@
 //! 49 checks: 21 pass, 12 expected limitations, 16 fail, 0 skipped
 //! ```
 //!
-//! (The causes are one line each; they are folded here.) Each line begins with whose
-//! server it is about: the chapter's name for ours, the command (`--command`) or the
-//! address (`--addr`) for a reader's.
+//! (A cause, and a check's line, is one line; they are folded here.) Each line begins with
+//! whose server it is about: the chapter's name for ours, the command (`--command`, in
+//! backquotes) or the address (`--addr`) for a reader's.
 //!
 //! Three rules keep it short. A cause that several checks share is said once, at the top
 //! (a server that refuses `--root` fails every check that passes it, the same way), and
