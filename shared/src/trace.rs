@@ -5,6 +5,13 @@
 //! into `head`, which exits after ten lines; a supervisor that collected our output goes
 //! away. A server must not die because nobody is listening to it any more.
 //!
+//! Except in a chapter's own unit tests (`cfg!(test)`, which the macros ask in the crate
+//! that uses them): there the lines go through `eprintln!`, which the test harness
+//! captures, so a test that makes the loop log on purpose (a callback that panics) prints
+//! nothing unless it fails. `cargo test` captures only what `print!` and `eprint!` write,
+//! never a write to the stderr handle; and its capture cannot fail, nor can a test stop a
+//! server.
+//!
 //! Tracing is a global switch rather than a value passed everywhere: it is a window onto
 //! the program, not part of its logic, and threading a flag through every function would
 //! make the chapters harder to read. Use it as `trace!("poll: {} fds", n)`; when tracing is
@@ -63,26 +70,31 @@ pub fn write_line(line: fmt::Arguments) {
     let _ = writeln!(io::stderr().lock(), "{line}");
 }
 
-/// `log!("format", args...)`: one line on stderr that cannot stop the server.
+/// `log!("format", args...)`: one line on stderr that cannot stop the server (in unit
+/// tests, one the test harness captures: see the module documentation).
 #[macro_export]
 macro_rules! log {
     ($($arg:tt)*) => {
-        $crate::trace::write_line(format_args!($($arg)*))
+        if cfg!(test) {
+            eprintln!("{}", format_args!($($arg)*))
+        } else {
+            $crate::trace::write_line(format_args!($($arg)*))
+        }
     };
 }
 
 /// `trace!("format", args...)`: prints `[   12.345 ms] ...` on stderr when `--trace` is on
-/// (with `[thread] ` after the time on a thread other than `main`).
+/// (with `[thread] ` after the time on a thread other than `main`), as `log!` does.
 #[macro_export]
 macro_rules! trace {
     ($($arg:tt)*) => {
         if $crate::trace::enabled() {
-            $crate::trace::write_line(format_args!(
+            $crate::log!(
                 "[{:10.3} ms] {}{}",
                 $crate::trace::elapsed_ms(),
                 $crate::trace::ThreadName,
                 format_args!($($arg)*)
-            ));
+            );
         }
     };
 }

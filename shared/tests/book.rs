@@ -806,9 +806,10 @@ fn output_lines(block: &Block) -> Vec<&(usize, String)> {
 /// A line that can only have been printed by one of our programs: the suite's summary,
 /// or a `--trace` line.
 fn is_quoted_output(line: &str) -> bool {
-    let summary = line
-        .split_once(" checks: ")
-        .is_some_and(|(count, rest)| count.parse::<u32>().is_ok() && rest.contains(" pass"));
+    let summary = [" checks: ", " check: "].iter().any(|checks| {
+        line.split_once(checks)
+            .is_some_and(|(count, rest)| count.parse::<u32>().is_ok() && rest.contains(" pass"))
+    });
     let trace = line
         .strip_prefix('[')
         .and_then(|rest| rest.split_once(" ms]"))
@@ -890,7 +891,8 @@ fn output_blocks_are_recognised() {
                 $ for i in 1 2; do \\\n    curl -s x; done\n```\n\
                 ```console\n$ cat > /tmp/f.py <<'EOF'\nprint(1)\nEOF\n\n$ python3 /tmp/f.py\n```\n\
                 ```console\n{{#include generated/sessions/ch08-suite.txt}}\n```\n\
-                ```text\n49 checks: 48 pass, 1 expected limitations, 0 fail, 0 skipped\n\
+                ```text\n49 checks: 48 pass, 1 expected limitation, 0 fail, 0 skipped\n\
+                1 check: 1 pass, 0 expected limitations, 0 fail, 0 skipped\n\
                 [     0.124 ms] accept: waiting for a client\n[ 1 ] ms\n```\n";
     let blocks = blocks_in(page);
     assert_eq!(blocks.len(), 4);
@@ -901,7 +903,7 @@ fn output_blocks_are_recognised() {
     assert_eq!(session_included(&blocks[2].lines[0].1).as_deref(), Some("ch08-suite"));
     let quoted: Vec<bool> =
         blocks[3].lines.iter().map(|(_, line)| is_quoted_output(line)).collect();
-    assert_eq!(quoted, [true, true, false]);
+    assert_eq!(quoted, [true, true, true, false]);
 }
 
 #[test]

@@ -82,9 +82,11 @@ pub struct Head {
 /// Why no (whole) response arrived.
 #[derive(Debug)]
 pub enum ReadError {
-    /// The deadline passed; `received` bytes had arrived.
+    /// The deadline passed, `waited` after the last request was sent (or the connection
+    /// made); `received` bytes had arrived.
     TimedOut {
         received: usize,
+        waited: Duration,
     },
     /// The server closed the connection after `received` bytes.
     Closed {
@@ -102,9 +104,11 @@ pub enum ReadError {
 impl std::fmt::Display for ReadError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ReadError::TimedOut { received } => {
-                write!(f, "no whole response in time ({received} bytes arrived)")
-            }
+            ReadError::TimedOut { received, waited } => write!(
+                f,
+                "no whole response within {:.2} s ({received} bytes arrived)",
+                waited.as_secs_f64()
+            ),
             ReadError::Closed { received } => {
                 write!(f, "the server closed the connection after {received} bytes")
             }
@@ -128,6 +132,9 @@ pub enum Ending {
     MoreBytes(Vec<u8>),
 }
 
+/// How long [`Client::connect`] waits for the server's kernel to take the connection.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// One TCP connection to the server under test.
 pub struct Client {
     stream: TcpStream,
@@ -136,12 +143,15 @@ pub struct Client {
     pending: Vec<u8>,
     /// Everything received on this connection, for messages.
     received: usize,
+    /// When the last request was sent (or the connection made): how long a read that
+    /// times out has waited, for messages.
+    sent: Instant,
 }
 
 impl Client {
-    /// Connects, giving up after two seconds.
+    /// Connects, giving up after [`CONNECT_TIMEOUT`].
     pub fn connect(address: SocketAddr) -> io::Result<Client> {
-        Client::connect_within(address, Duration::from_secs(2))
+        Client::connect_within(address, CONNECT_TIMEOUT)
     }
 
     /// Connects, giving up after `timeout`.
@@ -149,7 +159,7 @@ impl Client {
         let stream = TcpStream::connect_timeout(&address, timeout)?;
         // Small writes must leave at once: the probes that trickle bytes depend on it.
         stream.set_nodelay(true)?;
-        Ok(Client { stream, pending: Vec::new(), received: 0 })
+        Ok(Client { stream, pending: Vec::new(), received: 0, sent: Instant::now() })
     }
 
     pub fn stream(&self) -> &TcpStream {
@@ -159,14 +169,16 @@ impl Client {
     /// Sends all of `bytes` (one `write_all`; the kernel may still split it).
     pub fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.stream.set_write_timeout(Some(Duration::from_secs(10)))?;
-        self.stream.write_all(bytes)
+        self.stream.write_all(bytes)?;
+        self.sent = Instant::now();
+        Ok(())
     }
 
     /// Reads more bytes into `pending`, waiting until `deadline` at most.
     fn fill(&mut self, deadline: Instant) -> Result<(), ReadError> {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(ReadError::TimedOut { received: self.received });
+            return Err(self.timed_out());
         }
         self.stream.set_read_timeout(Some(left)).map_err(ReadError::Io)?;
         let mut chunk = [0u8; 64 * 1024];
@@ -185,7 +197,7 @@ impl Client {
                         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
                     ) =>
                 {
-                    Err(ReadError::TimedOut { received: self.received })
+                    Err(self.timed_out())
                 }
                 Err(error) if error.kind() == io::ErrorKind::ConnectionReset => {
                     Err(ReadError::Reset { received: self.received })
@@ -193,6 +205,10 @@ impl Client {
                 Err(error) => Err(ReadError::Io(error)),
             };
         }
+    }
+
+    fn timed_out(&self) -> ReadError {
+        ReadError::TimedOut { received: self.received, waited: self.sent.elapsed() }
     }
 
     /// Waits until some bytes arrive (kept for the next read) or `deadline` passes.
@@ -353,6 +369,13 @@ pub fn show(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A read that gave up says how long it waited.
+    #[test]
+    fn a_timeout_says_how_long_it_waited() {
+        let timed_out = ReadError::TimedOut { received: 12, waited: Duration::from_secs(5) };
+        assert_eq!(timed_out.to_string(), "no whole response within 5.00 s (12 bytes arrived)");
+    }
 
     #[test]
     fn parses_a_head() {

@@ -67,10 +67,17 @@ pub fn judge(chapter: &Chapter, probe: &Probe, probed: Probed, whose: Whose) -> 
         (Err(Stop::Broken(what)), _) => Verdict::Fail(Failure::Broken, what),
         (Ok(Outcome::Works), Expect::Yes) => Verdict::Pass,
         (Ok(Outcome::Lacks(seen)), Expect::No(why)) => Verdict::ExpectedLimitation { why, seen },
-        (Ok(Outcome::Lacks(seen)), Expect::Yes) => Verdict::Fail(
-            Failure::Lacks,
-            format!("{} should have \"{description}\", but {seen}", chapter.name),
-        ),
+        (Ok(Outcome::Lacks(seen)), Expect::Yes) => {
+            // A reader's server is not the chapter: it is held to what the chapter has.
+            let who = match whose {
+                Whose::Ours => chapter.name.to_string(),
+                Whose::Readers => format!("held to {}, it", chapter.name),
+            };
+            Verdict::Fail(
+                Failure::Lacks,
+                format!("{who} should have \"{description}\", but {seen}"),
+            )
+        }
         (Ok(Outcome::Works), Expect::No(why)) if whose == Whose::Readers => Verdict::Ahead { why },
         (Ok(Outcome::Works), Expect::No(why)) => Verdict::Fail(
             Failure::Exceeds,

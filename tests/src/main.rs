@@ -168,7 +168,11 @@ fn main() {
         }
         (None, None) => run_own(&args, &probes),
     };
-    summarize(&verdicts);
+    // A reader's server is named by what the reader gave: its command (in backquotes, as
+    // the messages name it, so that it stands apart from the check's name), or its address.
+    let command = args.command.as_ref().map(|command| format!("`{command}`"));
+    let readers = command.or(args.address.map(|address| address.to_string()));
+    summarize(&verdicts, readers.as_deref());
 }
 
 /// A reader's server, started for every probe as the suite starts ours.
@@ -190,8 +194,8 @@ fn run_command(chapter: &'static Chapter, line: &str, probes: &[&'static Probe])
         exit(1);
     }
     eprintln!(
-        "suite: {} probes on `{line}`, held to {}'s expectations",
-        probes.len(),
+        "suite: {} on `{line}`, held to {}'s expectations",
+        report::plural(probes.len(), "probe"),
         chapter.name
     );
     let jobs = probes.iter().map(|probe| (chapter, *probe, program.clone())).collect();
@@ -241,7 +245,7 @@ fn run_own(args: &Args, probes: &[&'static Probe]) -> Vec<Checked> {
         }
         match chapter.binary(&build_dir) {
             Ok(binary) => {
-                eprintln!("suite: {} probes on {}", probes.len(), chapter.name);
+                eprintln!("suite: {} on {}", report::plural(probes.len(), "probe"), chapter.name);
                 let program = Program::Binary(binary);
                 jobs.extend(probes.iter().map(|probe| (chapter, *probe, program.clone())))
             }
@@ -300,8 +304,9 @@ fn build_dir() -> PathBuf {
 }
 
 /// Prints the report (its last line is the summary), and exits 1 if any check failed.
-fn summarize(verdicts: &[Checked]) {
-    print!("{}", report::render(verdicts));
+/// `readers` names a reader's server, as the report's lines do (see `report::render`).
+fn summarize(verdicts: &[Checked], readers: Option<&str>) {
+    print!("{}", report::render(verdicts, readers));
     if verdicts.iter().any(|(.., verdict)| matches!(verdict, Verdict::Fail(..))) {
         exit(1);
     }

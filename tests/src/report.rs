@@ -4,26 +4,32 @@
 //! causes shared by several checks, each said once (the checks name it by its letter):
 //!   [A] 12 checks: `./server` exited without printing `listening on http://HOST:PORT`
 //!       (exit status: 2: a refused command line? ...); its stderr ends: unknown flag --root
+//!   [B] 40 checks: it lacks Connection: close, and ch01 (says the manifest) has no ...
 //!
-//! ch01-blocking     hello                       pass
-//! ch01-blocking     files                       FAIL [A]
-//! ch01-blocking     upstream_relay              FAIL: GET /upstream/teapot: expected 418, ...
-//! ch01-blocking     idle_client                 expected limitation: ch01 serves one ...
+//! `./server`        hello                       FAIL: GET /hello HTTP/1.1: answered 200
+//!                                               (Hello, world!), but [B]
+//! `./server`        files                       FAIL [A]
+//! `./server`        upstream_relay              FAIL: GET /upstream/teapot: expected 418, ...
+//! `./server`        idle_client                 expected limitation: ch01 serves one ...
 //! ...
-//! by row of the capability table (what ch01-blocking must show):
+//! by row of the capability table (what ch01-blocking must show, and so must `./server`):
 //!   FAIL  routes, HEAD, ... (expected: has it): 10 of 31 checks fail; broken: files [A], ...
 //!   ok    an idle or slow client does not hold up others (expected: lacks it): 3 checks
-//!   FAIL  a slow disk (...) (expected: lacks it): 1 of 1 check fail; broken: slow_disk [A]
+//!   FAIL  a slow disk (...) (expected: lacks it): 1 of 1 check fails; broken: slow_disk [A]
 //!
 //! 49 checks: 21 pass, 12 expected limitations, 16 fail, 0 skipped
 //! ```
 //!
-//! (The cause is one line; it is folded here.)
+//! (A cause, and a check's line, is one line; they are folded here.) Each line begins with
+//! whose server it is about: the chapter's name for ours, the command (`--command`, in
+//! backquotes) or the address (`--addr`) for a reader's.
 //!
 //! Three rules keep it short. A cause that several checks share is said once, at the top
-//! (a server that refuses `--root` fails every check that passes it, the same way). A long
-//! failure (the corpus lists every row it failed) shows its first lines, and says how to see
-//! the rest. And the summary line is the last line, where a script finds it (`tail -n 1`).
+//! (a server that refuses `--root` fails every check that passes it, the same way), and
+//! wherever a failure would repeat it (the end of a line, the middle of one, a row of the
+//! corpus), its letter stands in its place. A long failure (the corpus lists every row it
+//! failed) shows its first lines, and says how to see the rest. And the summary line is
+//! the last line, where a script finds it (`tail -n 1`).
 
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -45,9 +51,14 @@ const SHORTEST_CAUSE: usize = 20;
 const CLAUSE_STARTS: &[&str] = &[": ", ", but ", "; "];
 /// How many lines of one failure the report shows; the rest, when that check runs alone.
 const LINES_SHOWN: usize = 6;
+/// How wide the first two columns are: the longest chapter's name, and probe's.
+const CHAPTER_COLUMN: usize = 17;
+const PROBE_COLUMN: usize = 27;
 
-/// The whole report, ending with the summary line (and a newline).
-pub fn render(checked: &[Checked]) -> String {
+/// The whole report, ending with the summary line (and a newline). `readers` names a
+/// reader's server (its command in backquotes, or its address), which begins every line in
+/// place of the chapter's name; `None` for ours.
+pub fn render(checked: &[Checked], readers: Option<&str>) -> String {
     // Each failure's message, with what differs from check to check for no reason of the
     // server's (ports, temporary folders) made the same.
     let failures: Vec<Option<String>> = checked
@@ -59,7 +70,7 @@ pub fn render(checked: &[Checked]) -> String {
         .collect();
     // The same without the command line a reader's server was started with, `(ran ...)`:
     // what a check passed it differs (`--header-timeout 0.5` or `60`), while the cause,
-    // a refused flag say, is the same. A check that has no shared cause shows it all.
+    // a refused flag say, is the same. A check that names no shared cause shows it all.
     let without_command_lines: Vec<Option<String>> =
         failures.iter().map(|failure| failure.as_deref().map(without_command_line)).collect();
     let causes = SharedCauses::find(checked, &without_command_lines);
@@ -71,11 +82,19 @@ pub fn render(checked: &[Checked]) -> String {
              letter):\n",
         );
         for (letter, cause) in causes.list.iter().enumerate() {
-            let count = causes.of.iter().filter(|of| of.is_some_and(|(l, _)| l == letter)).count();
-            let _ = writeln!(out, "  [{}] {count} checks: {}", letter_of(letter), cause.text);
+            let count = causes.named.iter().filter(|named| named.contains(&letter)).count();
+            let _ = writeln!(
+                out,
+                "  [{}] {}: {}",
+                letter_of(letter),
+                plural(count, "check"),
+                cause.text
+            );
         }
         out.push('\n');
     }
+    // The first column: the chapter's name, or the reader's server's, as wide as it is.
+    let width = readers.map_or(CHAPTER_COLUMN, |name| name.len().max(CHAPTER_COLUMN));
     let alone = checked.len() == 1;
     for (index, (chapter, probe, verdict)) in checked.iter().enumerate() {
         let label = match verdict {
@@ -84,33 +103,28 @@ pub fn render(checked: &[Checked]) -> String {
                 format!("pass, and ahead of {}: it lacks this ({why})", chapter.short_name())
             }
             Verdict::ExpectedLimitation { why, seen } => {
-                format!("expected limitation: {why}\n{:46}seen: {seen}", "")
+                let indent = width + 1 + PROBE_COLUMN + 1;
+                format!("expected limitation: {why}\n{:indent$}seen: {seen}", "")
             }
-            Verdict::Fail(..) => match (causes.of[index], &without_command_lines[index]) {
-                // Only what comes before the cause: the cause is said at the top.
-                (Some((letter, start)), Some(what)) => {
-                    let (first_line, rest) = what.split_once('\n').unwrap_or((what, ""));
-                    let before = clause_before(first_line, start);
-                    let shown = [before, rest].into_iter().filter(|part| !part.is_empty());
-                    let shown = shown.collect::<Vec<_>>().join("\n");
-                    match shown.is_empty() {
-                        true => format!("FAIL [{}]", letter_of(letter)),
-                        false => {
-                            format!("FAIL [{}]: {}", letter_of(letter), cut(&shown, probe, alone))
-                        }
-                    }
+            Verdict::Fail(..) => match (&causes.lettered[index], causes.named[index].as_slice()) {
+                // Nothing but a shared cause: its letter says it all.
+                (Some(lettered), [letter]) if *lettered == format!("[{}]", letter_of(*letter)) => {
+                    format!("FAIL {lettered}")
                 }
-                _ => {
+                // What failed, with each shared cause it names by its letter.
+                (Some(lettered), _) => format!("FAIL: {}", cut(lettered, probe, alone)),
+                (None, _) => {
                     format!("FAIL: {}", cut(failures[index].as_deref().unwrap_or(""), probe, alone))
                 }
             },
             Verdict::Skipped(why) => format!("skipped: {why}"),
         };
-        let _ = writeln!(out, "{:<17} {:<27} {label}", chapter.name, probe.name);
+        let whose = readers.unwrap_or(chapter.name);
+        let _ = writeln!(out, "{whose:<width$} {:<PROBE_COLUMN$} {label}", probe.name);
     }
     if let [(chapter, ..), rest @ ..] = checked {
         if rest.iter().all(|(other, ..)| other.number == chapter.number) {
-            rows(&mut out, chapter, checked, &causes);
+            rows(&mut out, chapter, readers, checked, &causes);
         }
     }
     let count = |wanted: fn(&Verdict) -> bool| checked.iter().filter(|(.., v)| wanted(v)).count();
@@ -120,10 +134,19 @@ pub fn render(checked: &[Checked]) -> String {
     let skipped = count(|v| matches!(v, Verdict::Skipped(_)));
     let _ = writeln!(
         out,
-        "\n{} checks: {pass} pass, {limited} expected limitations, {fail} fail, {skipped} skipped",
-        checked.len()
+        "\n{}: {pass} pass, {}, {fail} fail, {skipped} skipped",
+        plural(checked.len(), "check"),
+        plural(limited, "expected limitation")
     );
     out
+}
+
+/// "1 check", "2 checks".
+pub fn plural(count: usize, noun: &str) -> String {
+    match count {
+        1 => format!("1 {noun}"),
+        _ => format!("{count} {noun}s"),
+    }
 }
 
 /// `message` with what differs from check to check for no reason of the server's made the
@@ -192,12 +215,6 @@ fn cut(text: &str, probe: &Probe, alone: bool) -> String {
     )
 }
 
-/// What comes before a cause that begins at `start` in `line`, without the separator.
-fn clause_before(line: &str, start: usize) -> &str {
-    let before = &line[..start];
-    CLAUSE_STARTS.iter().find_map(|separator| before.strip_suffix(separator)).unwrap_or(before)
-}
-
 /// A cause shared by several checks.
 struct Cause {
     chapter: u8,
@@ -205,12 +222,15 @@ struct Cause {
     text: String,
 }
 
-/// The causes shared by several failing checks, and which check has which.
+/// The causes shared by several failing checks, and which check names which.
 struct SharedCauses {
     list: Vec<Cause>,
-    /// For each check, in the report's order: its cause's index in `list`, and where the
-    /// cause begins in the first line of its message.
-    of: Vec<Option<(usize, usize)>>,
+    /// For each check, in the report's order: the causes its message names (their indexes
+    /// in `list`), in order.
+    named: Vec<Vec<usize>>,
+    /// For each check that names a cause: its message, with each cause it names replaced by
+    /// the cause's letter, `[A]`, wherever it is said (a corpus row, a clause in the middle).
+    lettered: Vec<Option<String>>,
 }
 
 impl SharedCauses {
@@ -218,7 +238,8 @@ impl SharedCauses {
     /// least [`SHARED_BY`] failures of one chapter have in common. Each failure takes the
     /// ending it shares with the most others, and of those the longest: for 40 answers
     /// that "lack Connection: close", the whole of that clause, not the endings that only
-    /// the 10 answers to `GET /hello` share.
+    /// the 10 answers to `GET /hello` share. Then every failure of the chapter names the
+    /// causes it says, wherever it says them.
     fn find(checked: &[Checked], failures: &[Option<String>]) -> SharedCauses {
         let first_lines: Vec<Option<(u8, &str)>> = checked
             .iter()
@@ -234,7 +255,6 @@ impl SharedCauses {
             }
         }
         let mut list: Vec<Cause> = Vec::new();
-        let mut of = Vec::with_capacity(checked.len());
         for first_line in &first_lines {
             let best = first_line.and_then(|(chapter, line)| {
                 cause_starts(line)
@@ -242,19 +262,61 @@ impl SharedCauses {
                     .map(|start| (counts[&(chapter, &line[start..])], line.len() - start, start))
                     .filter(|(count, ..)| *count >= SHARED_BY)
                     .max()
-                    .map(|(.., start)| (chapter, &line[start..], start))
+                    .map(|(.., start)| (chapter, &line[start..]))
             });
-            of.push(best.map(|(chapter, text, start)| {
-                let known = list.iter().position(|c| c.chapter == chapter && c.text == text);
-                let index = known.unwrap_or_else(|| {
+            if let Some((chapter, text)) = best {
+                if !list.iter().any(|cause| cause.chapter == chapter && cause.text == text) {
                     list.push(Cause { chapter, text: text.to_string() });
-                    list.len() - 1
-                });
-                (index, start)
-            }));
+                }
+            }
         }
-        SharedCauses { list, of }
+        let (mut named, mut lettered) = (Vec::new(), Vec::new());
+        for ((chapter, ..), failure) in checked.iter().zip(failures) {
+            let found = failure.as_deref().map(|failure| letter(failure, chapter.number, &list));
+            let (letters, text) = found.unwrap_or_default();
+            lettered.push((!letters.is_empty()).then_some(text));
+            named.push(letters);
+        }
+        SharedCauses { list, named, lettered }
     }
+}
+
+/// `message` with each of `chapter`'s causes that it says replaced by the cause's letter,
+/// and which those are. A cause counts where a clause of the message begins with it (at
+/// the start of a line, or after ": ", ", but ", "; ") and ends with it; the longer causes
+/// are looked for first, so that a cause that ends another never takes a piece of it.
+fn letter(message: &str, chapter: u8, causes: &[Cause]) -> (Vec<usize>, String) {
+    let mut order: Vec<usize> =
+        (0..causes.len()).filter(|&index| causes[index].chapter == chapter).collect();
+    order.sort_by_key(|&index| std::cmp::Reverse(causes[index].text.len()));
+    let mut text = message.to_string();
+    let mut letters = Vec::new();
+    for index in order {
+        let cause = causes[index].text.as_str();
+        let mut out = String::with_capacity(text.len());
+        let mut from = 0; // how much of `text` has been looked at
+        while let Some(found) = text[from..].find(cause) {
+            let (at, end) = (from + found, from + found + cause.len());
+            let before = &text[..at];
+            let begins = before.is_empty()
+                || before.ends_with('\n')
+                || CLAUSE_STARTS.iter().any(|separator| before.ends_with(separator));
+            let ends = !text[end..].starts_with(|c: char| c.is_alphanumeric() || c == '_');
+            out.push_str(&text[from..at]);
+            if begins && ends {
+                let _ = write!(out, "[{}]", letter_of(index));
+                letters.push(index);
+            } else {
+                out.push_str(cause);
+            }
+            from = end;
+        }
+        out.push_str(&text[from..]);
+        text = out;
+    }
+    letters.sort_unstable();
+    letters.dedup();
+    (letters, text)
 }
 
 /// Where a cause may begin in `line`: at its start, or where a clause begins; never so
@@ -277,8 +339,16 @@ fn cause_starts(line: &str) -> Vec<usize> {
 /// grades a stage by. Each says what the table expects of the chapter, and for a row
 /// that fails, why each of its checks failed: broken (wrong in a way no chapter may be),
 /// lacking what the chapter should have, or (one of ours) having what it should lack.
-fn rows(out: &mut String, chapter: &Chapter, checked: &[Checked], causes: &SharedCauses) {
-    let _ = writeln!(out, "\nby row of the capability table (what {} must show):", chapter.name);
+fn rows(
+    out: &mut String, chapter: &Chapter, readers: Option<&str>, checked: &[Checked],
+    causes: &SharedCauses,
+) {
+    let and_so = readers.map(|name| format!(", and so must {name}")).unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "\nby row of the capability table (what {} must show{and_so}):",
+        chapter.name
+    );
     for row in MANIFEST {
         let checks: Vec<(usize, &Probe, &Verdict)> = checked
             .iter()
@@ -293,14 +363,17 @@ fn rows(out: &mut String, chapter: &Chapter, checked: &[Checked], causes: &Share
             Expect::Yes => "expected: has it",
             Expect::No(_) => "expected: lacks it",
         };
-        // The failed checks of one kind, each with its shared cause's letter if it has one.
+        // The failed checks of one kind, each with the letters of the shared causes it names.
         let named = |wanted: &dyn Fn(&Verdict) -> bool| -> Vec<String> {
             checks
                 .iter()
                 .filter(|(_, _, verdict)| wanted(verdict))
-                .map(|(index, probe, _)| match causes.of[*index] {
-                    Some((letter, _)) => format!("{} [{}]", probe.name, letter_of(letter)),
-                    None => probe.name.to_string(),
+                .map(|(index, probe, _)| match causes.named[*index].as_slice() {
+                    [] => probe.name.to_string(),
+                    letters => {
+                        let letters: Vec<String> = letters.iter().map(|&l| letter_of(l)).collect();
+                        format!("{} [{}]", probe.name, letters.join(", "))
+                    }
                 })
                 .collect()
         };
@@ -319,12 +392,11 @@ fn rows(out: &mut String, chapter: &Chapter, checked: &[Checked], causes: &Share
         let failed = checks.iter().filter(|(.., v)| matches!(v, Verdict::Fail(..))).count();
         let skipped = checks.iter().filter(|(.., v)| matches!(v, Verdict::Skipped(_))).count();
         let ahead = named(&|verdict| matches!(verdict, Verdict::Ahead { .. }));
-        let checked = match checks.len() {
-            1 => "1 check".to_string(),
-            count => format!("{count} checks"),
-        };
+        let checked = plural(checks.len(), "check");
         let (label, detail) = if failed > 0 {
-            ("FAIL", format!("{failed} of {checked} fail; {}", kinds.join("; ")))
+            // "1 of 3 checks fails", "2 of 3 checks fail".
+            let verb = if failed == 1 { "fails" } else { "fail" };
+            ("FAIL", format!("{failed} of {checked} {verb}; {}", kinds.join("; ")))
         } else if skipped == checks.len() {
             ("skip", format!("{checked}, all skipped"))
         } else {

@@ -45,7 +45,7 @@ fn a_cause_shared_by_several_checks_is_said_once_at_the_top() {
         broken("path_traversal", &refused("11-2-789")),
         broken("echo", "POST /echo HTTP/1.1: expected 200, got 404 (not found)"),
     ];
-    let report = render(&checked);
+    let report = render(&checked, None);
     let lines: Vec<&str> = report.lines().collect();
     assert!(lines[0].starts_with("causes shared by several checks"), "{report}");
     assert_eq!(
@@ -78,7 +78,7 @@ fn the_command_line_is_left_out_of_a_shared_cause() {
         broken("ten_thousand_idle", &refused("60")),
         broken("send_timeout", "ran `./server --send-timeout 0.5`: something else"),
     ];
-    let report = render(&checked);
+    let report = render(&checked, None);
     assert!(report.contains("  [A] 3 checks: `./server` exited"), "{report}");
     assert!(!report.contains("--header-timeout 0.5"), "{report}");
     assert!(line_of(&report, "send_timeout").ends_with("something else"), "{report}");
@@ -100,13 +100,133 @@ fn a_rule_every_answer_breaks_is_the_cause() {
             ),
         ),
     ];
-    let report = render(&checked);
+    let report = render(&checked, None);
     assert!(report.contains(&format!("  [A] 3 checks: {rule}\n")), "{report}");
+    // What failed: the answer, and the letter where the rule it broke would be said. An
+    // answer alone ("answered 404 (no)") would read like a success.
     assert!(
         line_of(&report, "not_found")
-            .ends_with("FAIL [A]: GET /nowhere HTTP/1.1: answered 404 (no)"),
+            .ends_with(" FAIL: GET /nowhere HTTP/1.1: answered 404 (no), but [A]"),
         "{report}"
     );
+    assert!(
+        line_of(&report, "half_close").ends_with(
+            " FAIL: after clients that half-closed, GET /hello failed: GET /hello HTTP/1.1: \
+             answered 200 (Hello, world!), but [A]"
+        ),
+        "{report}"
+    );
+}
+
+/// A shared cause is named by its letter wherever a failure says it: in the middle of a
+/// line (`closed_stderr` adds a clause after it), and in the rows of the corpus. Those
+/// checks count among the ones that have it, and their rows of the table name it.
+#[test]
+fn a_cause_is_named_by_its_letter_wherever_it_is_said() {
+    let rule = "it lacks Connection: close, and ch01 (says the manifest) has no keep-alive";
+    let answer = |request: &str, answer: &str| format!("{request} HTTP/1.1: {answer}, but {rule}");
+    let corpus = format!(
+        "2 of 110 corpus rows failed:\n  row 0 (§3: one space) [GET  /hello]: the answer: \
+         answered 400 (bad request), but {rule}\n  row 6 (§3.2: a target starts with '/') \
+         [GET hello]: expected [400], got 404 (not found)"
+    );
+    let checked = [
+        broken("hello", &answer("GET /hello", "answered 200 (Hello, world!)")),
+        broken("stats_route", &answer("GET /stats", "answered 200 (connections_open 1)")),
+        broken("files", &answer("GET /files/hello.txt", "answered 200 (hello from a file)")),
+        broken(
+            "closed_stderr",
+            &format!(
+                "{}, with stderr closed",
+                answer("GET /hello", "answered 200 (Hello, world!)")
+            ),
+        ),
+        broken("conformance_corpus", &corpus),
+    ];
+    let report = render(&checked, None);
+    assert_eq!(report.matches(rule).count(), 1, "said once, at the top:\n{report}");
+    assert!(report.contains(&format!("  [A] 5 checks: {rule}\n")), "{report}");
+    assert!(
+        line_of(&report, "closed_stderr").ends_with(
+            " FAIL: GET /hello HTTP/1.1: answered 200 (Hello, world!), but [A], with stderr \
+             closed"
+        ),
+        "{report}"
+    );
+    assert!(
+        report.contains("[GET  /hello]: the answer: answered 400 (bad request), but [A]\n"),
+        "{report}"
+    );
+    assert!(report.contains("[GET hello]: expected [400], got 404 (not found)\n"), "{report}");
+    assert!(
+        report.contains(
+            "broken: hello [A], stats_route [A], files [A], closed_stderr [A], \
+             conformance_corpus [A]\n"
+        ),
+        "{report}"
+    );
+}
+
+/// A cause is a whole clause: the same words inside another clause, or as the start of a
+/// longer word, are left alone.
+#[test]
+fn a_cause_is_named_only_where_a_clause_is_the_cause() {
+    let cause = "the server closed the connection after 0 bytes";
+    let checked = [
+        broken("hello", &format!("GET /hello HTTP/1.1: {cause}")),
+        broken("echo", &format!("POST /echo HTTP/1.1: {cause}")),
+        broken("files", &format!("GET /files/a HTTP/1.1: {cause}")),
+        broken("not_found", &format!("GET /nowhere: then {cause}")),
+        broken("index_page", &format!("GET /: {cause}s and more")),
+    ];
+    let report = render(&checked, None);
+    assert!(report.contains(&format!("  [A] 3 checks: {cause}\n")), "{report}");
+    assert!(line_of(&report, "echo").ends_with(" FAIL: POST /echo HTTP/1.1: [A]"), "{report}");
+    assert!(line_of(&report, "not_found").ends_with(&format!("then {cause}")), "{report}");
+    assert!(line_of(&report, "index_page").ends_with(&format!("{cause}s and more")), "{report}");
+}
+
+/// A reader's server is not the chapter it is held to: every line begins with what the
+/// reader gave the suite (the command), and the rows say whose they are.
+#[test]
+fn a_readers_server_is_named_by_its_command() {
+    let command = "`python3 tests/student/server.py`";
+    let limited = Verdict::ExpectedLimitation { why: "ch01 serves one client", seen: "so".into() };
+    let checked = [
+        passed("hello"),
+        broken("echo", "POST /echo HTTP/1.1: expected 200, got 404 (not found)"),
+        (chapter_1(), probe("idle_client"), limited),
+    ];
+    let report = render(&checked, Some(command));
+    let lines: Vec<&str> = report.lines().collect();
+    assert_eq!(lines[0], format!("{command} hello                       pass"), "{report}");
+    assert!(lines[1].starts_with(&format!("{command} echo ")), "{report}");
+    assert!(lines[2].starts_with(&format!("{command} idle_client ")), "{report}");
+    // The limitation's second line stands under its first, past the wider first column.
+    let indent = lines[2].find("expected limitation").expect("the label");
+    assert_eq!(lines[3], format!("{:indent$}seen: so", ""), "{report}");
+    assert!(!report.lines().any(|line| line.starts_with("ch01-blocking")), "{report}");
+    assert!(report.ends_with("\n3 checks: 1 pass, 1 expected limitation, 1 fail, 0 skipped\n"));
+    assert!(
+        report.contains(&format!(
+            "by row of the capability table (what ch01-blocking must show, and so must \
+             {command}):"
+        )),
+        "{report}"
+    );
+}
+
+/// One of anything is singular: "1 check", "1 of 1 check fails".
+#[test]
+fn one_check_is_one_check() {
+    let report = render(&[broken("slowloris", "could connect only 130 of 300")], None);
+    assert!(
+        report.contains("(expected: lacks it): 1 of 1 check fails; broken: slowloris\n"),
+        "{report}"
+    );
+    assert!(report.ends_with("\n1 check: 0 pass, 0 expected limitations, 1 fail, 0 skipped\n"));
+    assert_eq!(plural(0, "probe"), "0 probes");
+    assert_eq!(plural(1, "probe"), "1 probe");
 }
 
 /// Two alike are not "several"; and nothing is grouped across chapters.
@@ -114,7 +234,7 @@ fn a_rule_every_answer_breaks_is_the_cause() {
 fn two_alike_are_not_a_shared_cause() {
     let what = "GET /hello HTTP/1.1: the connection closed after 0 bytes";
     let checked = [broken("hello", what), broken("echo", what), passed("files")];
-    let report = render(&checked);
+    let report = render(&checked, None);
     assert!(!report.contains("causes shared"), "{report}");
     assert_eq!(report.matches(what).count(), 2, "{report}");
 }
@@ -124,7 +244,7 @@ fn two_alike_are_not_a_shared_cause() {
 #[test]
 fn the_summary_is_the_last_line() {
     let checked = [passed("hello"), broken("echo", "POST /echo: expected 200, got 500")];
-    let report = render(&checked);
+    let report = render(&checked, None);
     assert_eq!(
         report.lines().last(),
         Some("2 checks: 1 pass, 0 expected limitations, 1 fail, 0 skipped")
@@ -142,11 +262,11 @@ fn a_long_failure_is_cut_unless_it_runs_alone() {
         (0..20).map(|row| format!("  row {row}: expected 400, got 200")).collect();
     let what = format!("20 of 110 corpus rows failed:\n{}", rows.join("\n"));
     let checked = [broken("conformance_corpus", &what), passed("hello")];
-    let report = render(&checked);
+    let report = render(&checked, None);
     assert!(report.contains("  row 4: expected 400"), "{report}");
     assert!(!report.contains("  row 5: expected 400"), "{report}");
     assert!(report.contains("... and 15 more lines (`--only conformance_corpus` shows them all)"));
-    let alone = render(&[broken("conformance_corpus", &what)]);
+    let alone = render(&[broken("conformance_corpus", &what)], None);
     assert!(alone.contains("  row 19: expected 400"), "{alone}");
 }
 
@@ -161,7 +281,7 @@ fn a_row_says_why_its_checks_failed() {
         (chapter_3, probe("pipelining"), Verdict::Fail(Failure::Broken, "GET /: 500".into())),
         (chapter_3, probe("idle_client"), Verdict::Pass),
     ];
-    let report = render(&checked);
+    let report = render(&checked, None);
     assert!(
         report.contains(
             "  FAIL  keep-alive and pipelining (expected: has it): 2 of 2 checks fail; broken: \
@@ -180,10 +300,10 @@ fn a_row_says_why_its_checks_failed() {
 fn a_readers_server_ahead_of_its_chapter_passes() {
     let ahead = Verdict::Ahead { why: "ch01 serves one client at a time" };
     let checked = [(chapter_1(), probe("idle_client"), ahead)];
-    let report = render(&checked);
+    let report = render(&checked, None);
     assert!(line_of(&report, "idle_client").contains("pass, and ahead of ch01"), "{report}");
     assert!(report.contains("(expected: lacks it): 1 check, ahead of the chapter in idle_client"));
-    assert!(report.ends_with("1 checks: 1 pass, 0 expected limitations, 0 fail, 0 skipped\n"));
+    assert!(report.ends_with("\n1 check: 1 pass, 0 expected limitations, 0 fail, 0 skipped\n"));
 }
 
 #[test]

@@ -128,9 +128,25 @@ pub fn mebibytes(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
 
+/// "(20.4 MiB at rest; the growth bound is 64.0 MiB)", after how much a server's memory
+/// grew: what the growth is measured from, and what it is held to. The bound is on the
+/// growth, not on the memory: a reader who read "the bound is 24.0 MiB" beside 22.5 MiB at
+/// rest would think 24.0 MiB the most the server may use.
+pub fn growth_note(at_rest: u64, bound: u64) -> String {
+    format!("({} at rest; the growth bound is {})", mebibytes(at_rest), mebibytes(bound))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_growth_is_said_with_its_own_bound() {
+        assert_eq!(
+            growth_note(22 << 20, 24 << 20),
+            "(22.0 MiB at rest; the growth bound is 24.0 MiB)"
+        );
+    }
 
     #[test]
     fn reads_our_own_process() {

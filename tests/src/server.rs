@@ -234,7 +234,8 @@ impl Options {
 /// A running server under test.
 pub struct Server {
     pub chapter: &'static Chapter,
-    /// Who messages name: the chapter (`ch03-event-loop`), or a reader's command.
+    /// Who messages name: the chapter (`ch03-event-loop`), a reader's command (in
+    /// backquotes), or "the server you started" (`--addr`).
     pub label: String,
     pub address: SocketAddr,
     /// What its `Server` header must say: the chapter's name for one of ours. `None` for
@@ -259,7 +260,8 @@ impl Server {
     pub fn external(chapter: &'static Chapter, address: SocketAddr) -> Server {
         Server {
             chapter,
-            label: chapter.name.to_string(),
+            // Not the chapter's name: the chapter only says what the server is held to.
+            label: "the server you started".to_string(),
             address,
             server_name: None,
             listening: String::new(),

@@ -32,12 +32,16 @@ fn students_program(test: &str) -> Option<PathBuf> {
     Some(copy)
 }
 
-/// Runs `suite --command '<program>' ARGS`, with the program's path quoted for the shell.
+/// The program's path quoted for the shell: the command the tests give the suite.
+fn quoted(program: &Path) -> String {
+    format!("'{}'", program.display().to_string().replace('\'', r"'\''"))
+}
+
+/// Runs `suite --command '<program>' ARGS`.
 fn run_suite(program: &Path, args: &[&str]) -> Output {
-    let quoted = format!("'{}'", program.display().to_string().replace('\'', r"'\''"));
     Command::new(env!("CARGO_BIN_EXE_suite"))
         .arg("--command")
-        .arg(quoted)
+        .arg(quoted(program))
         .args(args)
         .output()
         .expect("the suite runs")
@@ -49,21 +53,25 @@ fn command_runs_a_server_the_suite_did_not_build() {
     let passing = run_suite(&program, &["--chapter", "1", "--only", "hello"]);
     let stdout = String::from_utf8_lossy(&passing.stdout);
     assert!(passing.status.success(), "{passing:?}");
-    assert!(stdout.contains("1 checks: 1 pass, 0 expected limitations, 0 fail"), "{stdout}");
+    assert!(stdout.contains("1 check: 1 pass, 0 expected limitations, 0 fail"), "{stdout}");
+    // The line names the program, not chapter 1, which is only what it is held to.
+    let line = format!("`{}` hello ", quoted(&program));
+    assert!(stdout.lines().next().is_some_and(|first| first.starts_with(&line)), "{stdout}");
 
     // Held to chapter 3's expectations, chapter 1's program fails: it has no keep-alive.
     // A course's script sees it in the exit status, and the row says why: it lacks it.
     let failing = run_suite(&program, &["--chapter", "3", "--only", "pipelining"]);
     let stdout = String::from_utf8_lossy(&failing.stdout);
     assert_eq!(failing.status.code(), Some(1), "{failing:?}");
-    assert!(stdout.contains("1 checks: 0 pass, 0 expected limitations, 1 fail"), "{stdout}");
+    assert!(stdout.contains("1 check: 0 pass, 0 expected limitations, 1 fail"), "{stdout}");
     assert!(
         stdout.contains(
-            "  FAIL  keep-alive and pipelining (expected: has it): 1 of 1 check fail; lacks \
+            "  FAIL  keep-alive and pipelining (expected: has it): 1 of 1 check fails; lacks \
              it: pipelining\n"
         ),
         "{stdout}"
     );
+    assert!(stdout.contains(" FAIL: held to ch03-event-loop, it should have "), "{stdout}");
     let _ = std::fs::remove_file(program);
 }
 
@@ -74,7 +82,7 @@ fn a_shared_cause_is_said_once_at_the_top() {
     let Some(program) = students_program("shared-cause") else { return };
     // Chapter 1's program, but for a `--root`, which it refuses as a student's might.
     let script = program.with_extension("refuses-root.sh");
-    let quoted = format!("'{}'", program.display().to_string().replace('\'', r"'\''"));
+    let quoted = quoted(&program);
     let text = format!(
         "#!/bin/sh\ncase \" $* \" in *\" --root \"*) echo \"unknown flag --root\" >&2; exit 2;; \
          esac\nexec {quoted} \"$@\"\n"
@@ -136,10 +144,16 @@ fn a_students_python_server_is_graded_in_under_a_minute() {
     assert_eq!(output.status.code(), Some(i32::from(failed)), "{summary}");
     // What it names itself is its own business.
     assert!(!stdout.contains("Server header"), "{stdout}");
+    // Every check's line begins with the command, and none with the chapter's name.
+    let command = "`python3 tests/student/server.py` ";
+    assert!(!stdout.lines().any(|line| line.starts_with("ch01-blocking")), "{stdout}");
     let row_of = |name: &str| {
         lines
             .iter()
-            .find(|line| line.split_whitespace().nth(1) == Some(name))
+            .find(|line| {
+                line.strip_prefix(command)
+                    .is_some_and(|rest| rest.split_whitespace().next() == Some(name))
+            })
             .unwrap_or_else(|| panic!("no row for {name}:\n{stdout}"))
     };
     assert!(row_of("hello").ends_with(" pass"), "{stdout}");

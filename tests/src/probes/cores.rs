@@ -114,7 +114,7 @@ pub fn spread_over_loops(target: &Target) -> Probed {
                 )));
             }
             // Shown with `cargo test -p suite spread_over_loops -- --nocapture`.
-            println!("{}: {what}: {}{cpu_note}", server.chapter.name, stats.thread_lines());
+            println!("{}: {what}: {}{cpu_note}", server.label, stats.thread_lines());
             Ok(Outcome::Works)
         }
     }

@@ -40,7 +40,7 @@ use super::{
 use crate::client::{show, Client, ReadError};
 use crate::kernel;
 use crate::manifest::{self, Capability, Expect};
-use crate::resources::{self, mebibytes};
+use crate::resources::{self, growth_note, mebibytes};
 use crate::server::{Options, Server};
 
 /// A measurement the probe cannot do without `/proc` (Linux) is skipped, not failed.
@@ -173,7 +173,7 @@ pub fn descriptor_exhaustion(target: &Target) -> Probed {
     println!(
         "{}: flooded with {FLOOD_CLIENTS} connections at a limit of {limit} descriptors: {} \
          of CPU in {}",
-        server.chapter.name,
+        server.label,
         seconds(used),
         seconds(started.elapsed())
     );
@@ -259,7 +259,7 @@ pub fn slowloris(target: &Target) -> Probed {
             println!(
                 "{}: GET /hello answered after {} during a slowloris attack ({} attacker \
                  connections, {} answered (408) and {} closed by the server)",
-                server.chapter.name,
+                server.label,
                 seconds(waited),
                 tally.connections,
                 tally.answered,
@@ -509,15 +509,15 @@ pub fn pipelined_without_reading(target: &Target) -> Probed {
     check!(
         growth < PIPELINE_GROWTH_BOUND,
         "a client pipelined {} of requests without reading ({ending}), and the server's \
-         memory grew by {} at its peak ({} at rest): answers buffered without limit?",
+         memory grew by {} at its peak {}: answers buffered without limit?",
         mebibytes(sent as u64),
         mebibytes(growth),
-        mebibytes(at_rest.resident)
+        growth_note(at_rest.resident, PIPELINE_GROWTH_BOUND)
     );
     // Shown with `cargo test -p suite pipelined -- --nocapture`: the measurement itself.
     println!(
         "{}: pipelined {} without reading ({ending}); peak memory {} over {} at rest",
-        server.chapter.name,
+        server.label,
         mebibytes(sent as u64),
         mebibytes(growth),
         mebibytes(at_rest.resident)
@@ -693,7 +693,7 @@ pub fn ten_thousand_idle(target: &Target) -> Probed {
     println!(
         "{}: {IDLE_CLIENTS} idle connections: {} resident ({} at rest, about \
          {per_connection} bytes per connection)",
-        server.chapter.name,
+        server.label,
         mebibytes(loaded.resident),
         mebibytes(at_rest_memory.resident)
     );
@@ -857,7 +857,7 @@ pub fn ten_thousand_idle_slowdown(target: &Target) -> Probed {
     let poll = ten_thousand_server(target, &[("--backend", "poll")])?;
     if poll.dropped_flags.contains(&"--backend") {
         // Shown with `cargo test -p suite ten_thousand -- --nocapture`: the measurement.
-        println!("{}: {measured} (it has no --backend flag)", poll.chapter.name);
+        println!("{}: {measured} (it has no --backend flag)", poll.label);
         return Ok(Outcome::Works);
     }
     let stats = exchange(&poll, &get("/stats"))?;
@@ -883,10 +883,7 @@ pub fn ten_thousand_idle_slowdown(target: &Target) -> Probed {
              far slower, so the probe cannot tell the backends apart"
         )));
     }
-    println!(
-        "{}: default backend: {measured}; --backend poll: {measured_on_poll}",
-        poll.chapter.name
-    );
+    println!("{}: default backend: {measured}; --backend poll: {measured_on_poll}", poll.label);
     Ok(Outcome::Works)
 }
 // ANCHOR_END: ten_thousand_idle_slowdown
@@ -1020,7 +1017,7 @@ pub fn big_download_memory(target: &Target) -> Probed {
     // Shown with `cargo test -p suite big_download -- --nocapture`: the measurement.
     println!(
         "{}: {DOWNLOADERS} downloads of {} at once in {}: peak memory {} over {} at rest",
-        server.chapter.name,
+        server.label,
         mebibytes(DOWNLOAD_BYTES as u64),
         seconds(took),
         mebibytes(growth),
@@ -1031,11 +1028,10 @@ pub fn big_download_memory(target: &Target) -> Probed {
     if growth >= DOWNLOAD_GROWTH_BOUND {
         return Ok(Outcome::Lacks(format!(
             "{DOWNLOADERS} clients downloading a {} file at once grew the server's memory by \
-             {} at its peak ({} at rest; the bound is {}): each holds much of the file",
+             {} at its peak {}: each holds much of the file",
             mebibytes(DOWNLOAD_BYTES as u64),
             mebibytes(growth),
-            mebibytes(at_rest.resident),
-            mebibytes(DOWNLOAD_GROWTH_BOUND)
+            growth_note(at_rest.resident, DOWNLOAD_GROWTH_BOUND)
         )));
     }
     Ok(Outcome::Works)
@@ -1167,7 +1163,7 @@ pub fn pipelined_flood(target: &Target) -> Probed {
     println!(
         "{}: {FLOOD_OTHERS} GET /hello from other clients answered during a pipelined flood, \
          the slowest in {:.1} ms; the flooding client had {during} answers in those {}",
-        server.chapter.name,
+        server.label,
         slowest.as_secs_f64() * 1000.0,
         seconds(took)
     );
@@ -1365,18 +1361,17 @@ pub fn idle_buffers_given_back(target: &Target) -> Probed {
     println!(
         "{}: {ECHO_CLIENTS} idle clients after a 1 MiB POST /echo each: resident memory {} \
          over {} at rest",
-        server.chapter.name,
+        server.label,
         mebibytes(growth),
         mebibytes(at_rest.resident)
     );
     check!(
         growth <= ECHO_GROWTH_BOUND,
         "{ECHO_CLIENTS} clients each sent a 1 MiB POST /echo, read the answer and stayed \
-         connected, idle; the server's resident memory grew by {} ({} at rest; the bound is \
-         {}): each idle connection keeps the buffers its big request grew",
+         connected, idle; the server's resident memory grew by {} {}: each idle \
+         connection keeps the buffers its big request grew",
         mebibytes(growth),
-        mebibytes(at_rest.resident),
-        mebibytes(ECHO_GROWTH_BOUND)
+        growth_note(at_rest.resident, ECHO_GROWTH_BOUND)
     );
     drop(idle);
     still_serves(&mut server, "100 idle clients that had each sent 1 MiB")?;

@@ -28,11 +28,12 @@ mod faults;
 mod floods;
 mod routes;
 
+use std::io;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crate::chapters::Chapter;
-use crate::client::{show, Client, Ending, ReadError, Response};
+use crate::client::{show, Client, Ending, ReadError, Response, CONNECT_TIMEOUT};
 use crate::kernel;
 use crate::manifest::Capability::{
     Basics, BoundedDownload, Departure, Flood, GracefulShutdown, IdleClient, KeepAlive,
@@ -311,8 +312,13 @@ pub fn first_line(request: &[u8]) -> String {
 /// A new connection to `server`.
 pub fn connect(server: &Server) -> Result<Client, Stop> {
     Client::connect(server.address).map_err(|error| {
+        // How long it waited, where it gave up waiting: "connection timed out after 2 s".
+        let after = match error.kind() {
+            io::ErrorKind::TimedOut => format!(" after {} s", CONNECT_TIMEOUT.as_secs()),
+            _ => String::new(),
+        };
         broken(format!(
-            "cannot connect to {} at {}: {error}{}",
+            "cannot connect to {} at {}: {error}{after}{}",
             server.label,
             server.address,
             server.stderr_note()
