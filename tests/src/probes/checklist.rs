@@ -905,7 +905,7 @@ mod tests {
         assert_eq!(count(10_000), "10,000");
         assert_eq!(count(100), "100");
         assert_eq!(heading(&[1, 2]), "Chapters 1 and 2 only");
-        assert_eq!(heading(&[4, 5, 6, 7, 8, 9, 10]), "Chapter 4 on");
+        assert_eq!(heading(&[4, 5, 6, 7, 8, 9, 10, 11]), "Chapter 4 on");
         assert_eq!(listed(&["a", "b", "c"]), "`a`, `b` and `c`");
         assert_eq!(request_shown(b"GET /`x\r\n"), "`GET /\\x60x\\r\\n`");
         assert_eq!(request_shown(b"/?aaaaaaaaaa\r\n\r\n"), "`/?«10 × a»\\r\\n\\r\\n`");
