@@ -176,7 +176,7 @@ impl Client {
     // ANCHOR_END: listening
 
     // ANCHOR: send_file
-    /// Sends a file's body, `length` bytes, a chunk at a time, each read on the pool once
+    /// Sends a file's body, `length` bytes, a chunk at a time, each read through the ring once
     /// the last is sent.
     async fn send_file(
         &mut self, mut chunk: Chunk, length: u64, server: &Server,

@@ -3,8 +3,8 @@
 //! Chapter 9's loops, executors, tasks and sync tools, with the reactor replaced: each
 //! loop has an io_uring (`ring.rs`), and a task no longer waits until it *may* read, then
 //! reads; it asks the kernel to read (an operation), and the completion, "here is what I
-//! read", wakes it (`proactor.rs`). Accepting, receiving, sending, opening, reading and
-//! closing a file are operations (`net.rs`, `fs.rs`), and one `io_uring_enter` per turn
+//! read", wakes it (`proactor.rs`). Accepting, receiving, sending, opening and reading a
+//! file are operations (`net.rs`, `fs.rs`), and one `io_uring_enter` per turn
 //! submits every operation the tasks asked for and reaps every one that finished. The
 //! kernel reads files on workers of its own: the thread pool is gone. What the loops share
 //! is what they shared in chapter 9 ([`Loops`]), the root folder in place of the pool.

@@ -1,13 +1,13 @@
-//! Chapter 10: completion instead of readiness, a ring of our own per loop.
+//! Chapter 11: the ring made to pay.
 //!
-//! Chapter 9's loops, executors, tasks and sync tools, with the reactor replaced: each
-//! loop has an io_uring (`ring.rs`), and a task no longer waits until it *may* read, then
-//! reads; it asks the kernel to read (an operation), and the completion, "here is what I
-//! read", wakes it (`proactor.rs`). Accepting, receiving, sending, opening, reading and
-//! closing a file are operations (`net.rs`, `fs.rs`), and one `io_uring_enter` per turn
-//! submits every operation the tasks asked for and reaps every one that finished. The
-//! kernel reads files on workers of its own: the thread pool is gone. What the loops share
-//! is what they shared in chapter 9 ([`Loops`]), the root folder in place of the pool.
+//! Chapter 10's server, with the features that make networking on io_uring cheaper than
+//! readiness, the ones liburing's examples, monoio and tokio-uring use. One multishot
+//! receive per connection, into buffers the kernel picks from a ring of them
+//! (`buffers.rs`), instead of a poll and a receive per request; one multishot accept per
+//! loop; sends that wait in the ring, with a timer, only when the socket is full;
+//! operations in a slab of reused slots, so that one costs no allocation
+//! (`proactor.rs`); and files that go to the client through a pipe, by `splice`, the way
+//! nginx's `sendfile` sends them, their bytes never ours (`fs.rs`).
 
 mod buffers;
 mod connection;
