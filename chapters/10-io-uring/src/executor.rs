@@ -11,8 +11,8 @@
 //! the proactor, see `proactor.rs`) until an operation completes or a timer is due
 //! (`time.rs`), which wakes tasks, then run the tasks that were woken.
 //!
-//! Chapters 8 and 9's budget of reads and writes per poll is gone: an operation's
-//! completion comes at a turn of the loop, so a task yields the thread at every step.
+//! Chapters 8 and 9's budget of reads and writes per poll is gone: an operation
+//! completes at a turn of the loop, so a task yields the thread at every step.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};

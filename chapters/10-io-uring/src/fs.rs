@@ -31,15 +31,6 @@ pub struct Chunk {
     pub file: Rc<OwnedFd>,
 }
 
-/// `openat2`'s argument (`<linux/openat2.h>`): with `RESOLVE_BENEATH`, the kernel refuses
-/// a path that leads out of the folder it starts from, by `..` or by a symbolic link.
-#[repr(C)]
-struct open_how {
-    flags: u64,
-    mode: u64,
-    resolve: u64,
-}
-
 // ANCHOR: files
 pub struct Files {
     /// `--root`, open once: files are opened beneath it.
@@ -57,7 +48,9 @@ impl Files {
     /// with it. `O_NONBLOCK`: were it a FIFO, opening it must not wait for a writer.
     pub async fn open(&self, relative: PathBuf) -> Result<(Chunk, u64), Response> {
         let flags = (libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC) as u64;
-        let how = open_how { flags, mode: 0, resolve: 0x08 }; // RESOLVE_BENEATH
+        // `openat2`'s `struct open_how { flags, mode, resolve }` (`<linux/openat2.h>`). With
+        // `RESOLVE_BENEATH` (8), the kernel refuses a path that leads out of the root.
+        let how = [flags, 0, 8u64];
         let path = CString::new(relative.as_os_str().as_bytes()).map_err(|_| not_a_file())?;
         let root = self.root.as_raw_fd(); // lives as long as `self`, and so as the operation
         self.slow_disk().await;
@@ -65,7 +58,7 @@ impl Files {
         let open = unsafe {
             submit((path, how), None, |(path, how)| {
                 let entry = io_uring_sqe::new(IORING_OP_OPENAT2, root, path.as_ptr().cast(), 24);
-                entry.with(0, &raw const *how as u64)
+                entry.with(0, how.as_ptr() as u64)
             })
         };
         // EXDEV: the path leads out of the root; ELOOP: through a loop of links.

@@ -85,8 +85,8 @@ thread_local! {
     static PROACTOR: RefCell<Option<Proactor>> = const { RefCell::new(None) };
 }
 
-/// Makes this thread's ring, with room for `completions` at once (a few per connection
-/// the loop will hold). Its error, where there is no io_uring to be had, says why.
+/// Makes this thread's ring, with room for `completions` at once. Its error, where there
+/// is no io_uring to be had, says why.
 pub fn start(completions: u32) -> io::Result<()> {
     let ring = Ring::new(256, completions.max(256))?; // never fewer than the entries
     let (slots, doorbell) = (BTreeMap::new(), Arc::new(SelfPipe::new()?));

@@ -1,19 +1,15 @@
 //! New in chapter 11: buffers the kernel picks from, a provided-buffer ring (Linux 5.19).
 //!
-//! In chapter 10 a receive brought its own buffer, so a connection first waited for
-//! readiness (a poll, which holds nothing) and only then lent the kernel a buffer: two
-//! entries per request. Here the loop lends the kernel a pool of buffers up front, in a
-//! ring shared like the submission ring. We write a buffer's address and number at its
-//! tail and move the tail (`Release`, as for the submission ring); the kernel takes a
-//! buffer from its head only when bytes arrive for a receive that asked for one
-//! (`IOSQE_BUFFER_SELECT`), and names it in the completion (`IORING_CQE_F_BUFFER`, the
-//! number in the top 16 bits of the flags). So a receive can wait in the ring for as long
-//! as its client thinks, holding nothing: one entry serves a connection's whole life
-//! (`net.rs`). The task copies the bytes out and gives the buffer back at once.
-//!
-//! Each buffer comes back to us exactly once, in one completion, and goes back to the
-//! kernel exactly once, with [`BufferRing::give_back`]. With none left, a receive ends
-//! with `ENOBUFS`; its bytes stay in the socket, and it is armed again.
+//! The loop lends the kernel a pool of buffers up front, in a ring shared as the submission
+//! ring is: we write a buffer's address and number at the tail, and move the tail
+//! (`Release`). The kernel takes one from the head only when bytes arrive for a receive
+//! that asked for one (`IOSQE_BUFFER_SELECT`), and names it in the completion
+//! (`IORING_CQE_F_BUFFER`, the number in the flags' top 16 bits): so a receive waits in the
+//! ring holding nothing. Each buffer comes back to us exactly once, in a completion, and
+//! goes back to the kernel exactly once, by [`BufferRing::give_back`]. With none left, a
+//! receive ends with `ENOBUFS`; its bytes stay in the socket until it is armed again.
+
+#![allow(non_camel_case_types)] // the header's names, so that a reader can find them there
 
 use std::io;
 use std::ptr::NonNull;
@@ -30,7 +26,6 @@ pub const SIZE: usize = 4096;
 
 /// One entry of the ring, as `<linux/io_uring.h>` has it. The ring's tail shares the
 /// first entry's `resv`: so `resv` is never written here.
-#[allow(non_camel_case_types)]
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct io_uring_buf {
@@ -41,7 +36,6 @@ struct io_uring_buf {
 }
 
 /// What `IORING_REGISTER_PBUF_RING` is given.
-#[allow(non_camel_case_types)]
 #[repr(C)]
 struct io_uring_buf_reg {
     ring_addr: u64,

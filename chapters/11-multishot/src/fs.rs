@@ -28,15 +28,6 @@ use crate::proactor::submit;
 use crate::ring::{io_uring_sqe, IORING_OP_OPENAT2, IORING_OP_SPLICE};
 use crate::time::sleep;
 
-/// `openat2`'s argument (`<linux/openat2.h>`): with `RESOLVE_BENEATH`, the kernel refuses
-/// a path that leads out of the folder it starts from, by `..` or by a symbolic link.
-#[repr(C)]
-struct open_how {
-    flags: u64,
-    mode: u64,
-    resolve: u64,
-}
-
 // ANCHOR: files
 pub struct Files {
     /// `--root`, open once: files are opened beneath it.
@@ -54,7 +45,9 @@ impl Files {
     /// comes with it. `O_NONBLOCK`: were it a FIFO, opening it must not wait for a writer.
     pub async fn open(&self, relative: PathBuf) -> Result<(Download, u64), Response> {
         let flags = (libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC) as u64;
-        let how = Box::new(open_how { flags, mode: 0, resolve: 0x08 }); // RESOLVE_BENEATH
+        // `openat2`'s `struct open_how { flags, mode, resolve }` (`<linux/openat2.h>`). With
+        // `RESOLVE_BENEATH` (8), the kernel refuses a path that leads out of the root.
+        let how = Box::new([flags, 0, 8u64]);
         let path = CString::new(relative.as_os_str().as_bytes()).map_err(|_| not_a_file())?;
         let root = self.root.as_raw_fd(); // lives as long as `self`, and so as the operation
         self.slow_disk().await;
@@ -63,7 +56,7 @@ impl Files {
         let open = unsafe {
             submit((path, how), None, |(path, how)| {
                 let entry = io_uring_sqe::new(IORING_OP_OPENAT2, root, path.as_ptr().cast(), 24);
-                entry.with(0, &raw const **how as u64)
+                entry.with(0, how.as_ptr() as u64)
             })
         };
         // EXDEV: the path leads out of the root; ELOOP: through a loop of links.
@@ -102,8 +95,6 @@ impl Files {
 }
 // ANCHOR_END: files
 
-const ERESTARTSYS: i32 = 512;
-
 // ANCHOR: splice
 /// A file on its way, and the pipe it goes through.
 pub struct Download {
@@ -130,31 +121,20 @@ impl Pipe {
 
 /// Moves up to `len` bytes from `from` (a file, at `offset`; or a pipe: `None`) to `to`,
 /// one of the two a pipe: `IORING_OP_SPLICE`, carried out by the kernel's own workers.
-/// A worker waiting on a full socket can be interrupted by a signal before it has moved a
-/// byte: then it is simply asked again. (It says `EINTR`, or, seen on Linux 6.18, the
-/// kernel's own `ERESTARTSYS`, 512, which no system call returns to a program.)
 pub async fn splice<F: AsFd + 'static, T: AsFd + 'static>(
-    mut from: Rc<F>, offset: Option<u64>, mut to: Rc<T>, len: usize,
+    from: Rc<F>, offset: Option<u64>, to: Rc<T>, len: usize,
 ) -> io::Result<usize> {
-    loop {
-        // SAFETY: a splice points at no memory; the operation keeps both descriptors open.
-        let splice = unsafe {
-            submit((from, to), None, |(from, to)| {
-                let (to, from) = (to.as_fd().as_raw_fd(), from.as_fd().as_raw_fd());
-                let entry = io_uring_sqe::new(IORING_OP_SPLICE, to, std::ptr::null(), len as u32);
-                // -1 (`u64::MAX`): no offset, for a pipe or a socket.
-                let addr = offset.unwrap_or(u64::MAX); // the offset to read `from` at
-                io_uring_sqe { addr, off: u64::MAX, splice_fd_in: from, ..entry }
-            })
-        };
-        let moved;
-        (moved, (from, to)) = splice.await;
-        match moved {
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-            Err(error) if error.raw_os_error() == Some(ERESTARTSYS) => continue,
-            moved => return moved.map(|count| count as usize),
-        }
-    }
+    // SAFETY: a splice points at no memory; the operation keeps both descriptors open.
+    let splice = unsafe {
+        submit((from, to), None, |(from, to)| {
+            let (to, from) = (to.as_fd().as_raw_fd(), from.as_fd().as_raw_fd());
+            let entry = io_uring_sqe::new(IORING_OP_SPLICE, to, std::ptr::null(), len as u32);
+            // -1 (`u64::MAX`): no offset, for a pipe or a socket.
+            let addr = offset.unwrap_or(u64::MAX); // the offset to read `from` at
+            io_uring_sqe { addr, off: u64::MAX, splice_fd_in: from, ..entry }
+        })
+    };
+    splice.await.0.map(|count| count as usize)
 }
 // ANCHOR_END: splice
 

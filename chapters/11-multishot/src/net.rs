@@ -190,35 +190,31 @@ impl Async<TcpStream> {
     }
 
     /// Sends `bytes[from..]` (a `Buffer`), or the first part of it, within `limit`: how
-    /// much, and the bytes back. New: first without waiting (`MSG_DONTWAIT`) and so without
-    /// a timer, which a socket with room, nearly always, makes enough; only a send that
-    /// would block waits in the ring, with the limit linked to it. `MSG_NOSIGNAL`: a peer
-    /// that left gives `EPIPE`, not a `SIGPIPE`.
+    /// much, and the bytes back. `MSG_NOSIGNAL`: a peer that left gives `EPIPE`, not a
+    /// `SIGPIPE`. New: first without waiting (`MSG_DONTWAIT`), and so without a timer: a
+    /// socket with room, nearly always, takes it. Only a send that would block waits in the
+    /// ring, with the limit linked to it.
     pub async fn send<B: Deref<Target = [u8]> + 'static>(
-        &self, bytes: B, from: usize, limit: Option<Duration>,
+        &self, mut bytes: B, from: usize, limit: Option<Duration>,
     ) -> (io::Result<usize>, B) {
-        let (sent, bytes) = self.send_once(bytes, from, None, libc::MSG_DONTWAIT).await;
-        match sent {
-            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                self.send_once(bytes, from, limit, 0).await
+        for (limit, flags) in [(None, libc::MSG_DONTWAIT), (limit, 0)] {
+            // SAFETY: the entry points into the bytes' heap block, which the operation owns.
+            let send = unsafe {
+                submit((self.inner.clone(), bytes), limit, |(stream, bytes)| {
+                    let (fd, rest) = (stream.as_raw_fd(), &bytes[from..]);
+                    let entry =
+                        io_uring_sqe::new(IORING_OP_SEND, fd, rest.as_ptr(), rest.len() as u32);
+                    entry.with((libc::MSG_NOSIGNAL | flags) as u32, 0)
+                })
+            };
+            let sent;
+            (sent, (_, bytes)) = send.await;
+            match sent {
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock && flags != 0 => {}
+                sent => return (sent.map(|count| count as usize).map_err(timed_out), bytes),
             }
-            sent => (sent, bytes),
         }
-    }
-
-    async fn send_once<B: Deref<Target = [u8]> + 'static>(
-        &self, bytes: B, from: usize, limit: Option<Duration>, flags: i32,
-    ) -> (io::Result<usize>, B) {
-        // SAFETY: the entry points into the bytes' heap block, which the operation owns.
-        let send = unsafe {
-            submit((self.inner.clone(), bytes), limit, |(stream, bytes)| {
-                let (fd, rest) = (stream.as_raw_fd(), &bytes[from..]);
-                let entry = io_uring_sqe::new(IORING_OP_SEND, fd, rest.as_ptr(), rest.len() as u32);
-                entry.with((libc::MSG_NOSIGNAL | flags) as u32, 0)
-            })
-        };
-        let (sent, (_, bytes)) = send.await;
-        (sent.map(|count| count as usize).map_err(timed_out), bytes)
+        unreachable!("the second send waits: it never says `WouldBlock`")
     }
 
     pub async fn write_all(&self, bytes: &[u8]) -> io::Result<()> {

@@ -75,17 +75,15 @@ struct Slot {
     limit: __kernel_timespec,
 }
 
-impl Slot {
-    /// What a completion of an abandoned operation leaves with nobody: a buffer, which goes
-    /// back to the kernel, or a descriptor (an accept, an open), which must be closed.
-    fn orphan(&self, completion: Completion, buffers: &mut BufferRing) -> Option<OwnedFd> {
-        if completion.flags & IORING_CQE_F_BUFFER != 0 {
-            buffers.give_back(BufferRing::id(completion.flags));
-        }
-        let makes_one = matches!(self.opcode, IORING_OP_ACCEPT | IORING_OP_OPENAT2);
-        // SAFETY: a descriptor the kernel made for this operation, which nobody else has.
-        (makes_one && completion.res >= 0).then(|| unsafe { OwnedFd::from_raw_fd(completion.res) })
+/// What a completion of an abandoned operation (`opcode`) leaves with nobody: a buffer,
+/// which goes back to the kernel, or a descriptor (an accept, an open), to be closed.
+fn orphan(opcode: u8, completion: Completion, buffers: &mut BufferRing) -> Option<OwnedFd> {
+    if completion.flags & IORING_CQE_F_BUFFER != 0 {
+        buffers.give_back(BufferRing::id(completion.flags));
     }
+    let makes_one = matches!(opcode, IORING_OP_ACCEPT | IORING_OP_OPENAT2);
+    // SAFETY: a descriptor the kernel made for this operation, which nobody else has.
+    (makes_one && completion.res >= 0).then(|| unsafe { OwnedFd::from_raw_fd(completion.res) })
 }
 
 /// This thread's ring, its operations' slots, and its provided buffers.
@@ -183,12 +181,6 @@ impl Proactor {
         user_data
     }
 
-    /// The slot `user_data` names, if that use of it is still on.
-    fn slot(&mut self, user_data: u64) -> Option<&mut Slot> {
-        let slot = self.slots.get_mut(user_data as u32 as usize)?;
-        (u64::from(slot.generation) == user_data >> 32).then_some(&mut **slot)
-    }
-
     /// Asks the kernel to end the operation `user_data` names: it completes with
     /// `-ECANCELED` (or its own result), without `F_MORE` if it was a multishot one.
     fn cancel(&mut self, user_data: u64) {
@@ -200,33 +192,28 @@ impl Proactor {
     }
 
     /// Its future was dropped, with the memory it held: kept in the slot until the kernel
-    /// is done with it, and the operation asked to end; or, if it is done, handed back to
-    /// be freed, with what its untaken completions brought (see `Slot::orphan`).
+    /// is done with it, and the operation asked to end; or, done, handed back to be freed,
+    /// with what its untaken completions brought (see `orphan`).
     fn abandon(
         &mut self, user_data: u64, owned: Box<dyn Any>,
     ) -> (Option<Box<dyn Any>>, Vec<OwnedFd>) {
-        let Some(slot) = self.slot(user_data) else { return (Some(owned), Vec::new()) };
-        let mut slot_completions = std::mem::take(&mut slot.completions);
-        let in_flight = slot.in_flight;
-        let buffers = &mut self.buffers;
-        let slot = &mut self.slots[user_data as u32 as usize];
-        let orphans = slot_completions.drain(..).filter_map(|c| slot.orphan(c, buffers)).collect();
-        slot.completions = slot_completions; // its room, for the next use
-        if in_flight {
-            slot.abandoned = Some(owned);
-            self.cancel(user_data);
-            return (None, orphans);
+        let slot = &mut self.slots[user_data as u32 as usize]; // on: its future had it
+        let (opcode, buffers) = (slot.opcode, &mut self.buffers);
+        let orphans = slot.completions.drain(..).filter_map(|c| orphan(opcode, c, buffers));
+        let orphans = orphans.collect();
+        if !slot.in_flight {
+            self.release(user_data);
+            return (Some(owned), orphans);
         }
-        self.release(user_data);
-        (Some(owned), orphans)
+        slot.abandoned = Some(owned);
+        self.cancel(user_data);
+        (None, orphans)
     }
 
     /// The operation `user_data` names is over: its slot is free for another.
     fn release(&mut self, user_data: u64) {
-        if let Some(slot) = self.slot(user_data) {
-            slot.waker = None;
-            self.free.push(user_data as u32);
-        }
+        self.slots[user_data as u32 as usize].waker = None;
+        self.free.push(user_data as u32);
     }
 
     /// Keeps a poll of the doorbell in the ring: rung, it completes, and `turn` empties the
@@ -270,7 +257,7 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
             }
             // The kernel is done with what an abandoned operation brought, and at its last
             // completion, with the memory it held.
-            orphans.extend(slot.orphan(completion, buffers));
+            orphans.extend(orphan(slot.opcode, completion, buffers));
             if !slot.in_flight {
                 freed.extend(slot.abandoned.take());
                 free.push(index as u32);
@@ -359,7 +346,7 @@ impl<T: 'static> Op<T> {
     pub fn poll_next(&mut self, cx: &mut Context) -> Poll<Option<Completion>> {
         let Some(user_data) = self.user_data else { return Poll::Ready(None) };
         let (next, ended) = with(|proactor| {
-            let slot = proactor.slot(user_data).expect("a slot lives until its op ends");
+            let slot = &mut proactor.slots[user_data as u32 as usize]; // on, until it ends
             let next = slot.completions.pop_front();
             if next.is_none() && !slot.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
                 slot.waker = Some(cx.waker().clone());
