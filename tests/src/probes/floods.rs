@@ -1312,12 +1312,11 @@ fn read_flood(
 /// [`idle_buffers_given_back`]: how many clients, how big a body each sends, and how much
 /// more memory the server may hold once they are all idle. A server that keeps each
 /// connection's buffers as its big request grew them holds a megabyte and more per client:
-/// +48 to +110 MiB for the 100, measured on our chapters. One that gives them back may
-/// still keep a little of each for the next request (our chapters keep up to 64 KiB of
-/// their output buffer): two buffers of 64 KiB for 100 clients is 12.5 MiB, measured at
-/// +16 to +17 MiB with what the allocator keeps besides (+10 to +12 MiB when only the
-/// output buffer keeps 64 KiB; nginx: +1.3 MiB for 500 such clients). The bound sits
-/// between the two kinds.
+/// +48 to +110 MiB for the 100, as our chapters once did. One that gives them back may
+/// still keep a little of each for the next request: two buffers of 64 KiB for 100 clients
+/// is 12.5 MiB, measured at +16 to +17 MiB with what the allocator keeps besides (nginx:
+/// +1.3 MiB for 500 such clients; our chapters keep none now, see `shared::buffer`). The
+/// bound sits between the two kinds.
 pub(super) const ECHO_CLIENTS: usize = 100;
 pub(super) const ECHO_BODY: usize = 1 << 20;
 pub(super) const ECHO_GROWTH_BOUND: u64 = 24 << 20;
