@@ -387,7 +387,7 @@ fn newcomers_after_the_signal(server: &mut Server) -> Result<Option<String>, Sto
         seen.push(format!("let in ({outcome})"));
     }
     // Shown with `cargo test -p suite graceful_shutdown -- --nocapture`.
-    println!("{}: newcomers after SIGTERM: {}", server.chapter.name, seen.join(", "));
+    println!("{}: newcomers after SIGTERM: {}", server.label, seen.join(", "));
     Ok(None)
 }
 

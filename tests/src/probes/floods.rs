@@ -1428,7 +1428,7 @@ pub fn idle_after_a_burst(target: &Target) -> Probed {
         // Shown with `cargo test -p suite idle_after -- --nocapture`.
         println!(
             "{}: closes every connection after its answer: no client is ever idle",
-            server.chapter.name
+            server.label
         );
         return Ok(Outcome::Works);
     }
@@ -1481,7 +1481,7 @@ pub fn idle_after_a_burst(target: &Target) -> Probed {
     println!(
         "{}: {BURST_CLIENTS} idle clients after a 12 KiB POST /echo each, all at once: \
          resident memory {} over {} with them idle before",
-        server.chapter.name,
+        server.label,
         mebibytes(growth),
         mebibytes(at_rest.resident)
     );
@@ -1565,7 +1565,7 @@ pub fn burst_of_clients(target: &Target) -> Probed {
     println!(
         "{}: {burst} clients that came at once were let in and answered in {used} turns of \
          its loop",
-        server.chapter.name
+        server.label
     );
     drop(kept);
     // With fewer clients than the bound, one a turn would pass too: nothing to tell.
@@ -1652,7 +1652,7 @@ pub fn flood_behind_a_wait(target: &Target) -> Probed {
         each(with)
     );
     // Shown with `cargo test -p suite flood_behind -- --nocapture`: the measurement.
-    println!("{}: {seen}", server.chapter.name);
+    println!("{}: {seen}", server.label);
     if ratio > COST_BEHIND_A_WAIT_BOUND {
         return Ok(Outcome::Lacks(format!(
             "{seen} (the bound is {COST_BEHIND_A_WAIT_BOUND:.0} times): the requests that \

@@ -99,7 +99,7 @@ pub struct Connection {
     pub response_sent: Option<f64>,
     pub closed: Option<f64>,
     /// Every line about it after the accept, and when: what its callbacks or its task did
-    /// (`read 59 bytes`, `response sent (170 bytes)`, `closed`).
+    /// (`read 59 bytes`, `sent 170 bytes`, `closed`; chapter 2 says `response sent`).
     pub steps: Vec<(f64, String)>,
 }
 
@@ -252,7 +252,10 @@ fn connections(lines: &[TraceLine]) -> Vec<Connection> {
         connection.steps.push((at, event.to_string()));
         if event == "closed" {
             connection.closed = Some(at);
-        } else if event.starts_with("response sent") || event.starts_with("write: ") {
+        } else if ["response sent", "sent ", "spliced ", "write: "]
+            .iter()
+            .any(|s| event.starts_with(s))
+        {
             connection.response_sent = Some(at);
         } else if let Some(count) = event
             .strip_prefix("read")

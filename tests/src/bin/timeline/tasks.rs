@@ -116,14 +116,14 @@ pub fn who_ran(timeline: &Timeline, clients: &[Seen], span: &Span) -> (String, S
     (tasks.join(" + "), deeds.join(", "))
 }
 
-/// `read 59 bytes` -> `reads`, `response sent (170 bytes)` -> `answers`, `closed` ->
+/// `read 59 bytes` -> `reads`, `sent 170 bytes` (chapter 2: `response sent`) -> `answers`, `closed` ->
 /// `closes`.
 fn deed(step: &str) -> String {
     if step.starts_with("read 0 bytes") {
         "reads the end".into()
     } else if step.starts_with("read ") {
         "reads".into()
-    } else if step.starts_with("response sent") {
+    } else if step.starts_with("response sent") || step.starts_with("sent ") {
         "answers".into()
     } else if step == "closed" {
         "closes".into()
