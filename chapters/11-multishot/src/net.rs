@@ -145,7 +145,8 @@ impl Async<TcpStream> {
             return Poll::Ready(match res {
                 // No buffer was left: its bytes wait in the socket, for the receive that
                 // follows (the buffers come back as their tasks copy them out, this turn).
-                _ if res == -libc::ENOBUFS => continue,
+                // Or it was stopped (`stop_receiving`): now it is wanted again.
+                _ if res == -libc::ENOBUFS || res == -libc::ECANCELED => continue,
                 _ if res < 0 => Err(io::Error::from_raw_os_error(-res)),
                 count => Ok(count as usize),
             });

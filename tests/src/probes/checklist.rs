@@ -18,7 +18,7 @@ use std::fmt::Write;
 use std::time::Duration;
 
 use super::concurrency::{
-    GRACE_PERIOD, HEADER_PROBE_KEEP_ALIVE, HOLDS_MS, NEWCOMERS, NEWCOMERS_EVERY,
+    BEHIND, GRACE_PERIOD, HEADER_PROBE_KEEP_ALIVE, HOLDS_MS, NEWCOMERS, NEWCOMERS_EVERY,
     NEWCOMER_ANSWERED_WITHIN, PROMPT_EXIT, READY_REQUESTS, READY_SLEEP, REFUSED_WITHIN,
     SLEEP_AT_SHUTDOWN, TIMEOUT_EARLY, TIMEOUT_SLACK, TIMEOUT_UNDER_TEST,
 };
@@ -530,6 +530,11 @@ pub fn rules() -> Vec<Rule> {
         rule("pipelining", CONNECTIONS_TOPIC,
             "A request that arrives while a big answer (a file) is still being sent is kept, and \
              answered after it.".to_string()),
+        rule("pipelining", CONNECTIONS_TOPIC, format!(
+            "{} of `GET /hello` pipelined behind a `GET /sleep?ms=200`, more than a server need \
+             keep unread while the sleep waits: every one is answered, in one connection. Stop \
+             reading when too much waits, and read on after.",
+            size(BEHIND as u64))),
         rule_if(With(KeepAlive), "upstream_relay", UPSTREAM,
             "A `GET /hello` pipelined behind a `GET /upstream/...` that the upstream answered \
              with a 204 gets its own answer.".to_string()),

@@ -237,6 +237,15 @@ pub fn pipelining(target: &Target) -> Probed {
     );
     // `receive` has checked that the connection then closed, with nothing more sent.
 
+    // More pipelined behind a wait than a server keeps unread (1 MiB, in our chapters):
+    // it stops reading until the wait is over, then reads on, and answers every one. (A
+    // server that stops reading by cancelling a multishot receive once took that cancel
+    // for an error, and reset the connection a third of the way through.)
+    let what = format!("{} of GET /hello pipelined behind a GET /sleep?ms=200", size_of(BEHIND));
+    let answered = answer_count_behind_a_wait(&server, &what)?;
+    let expected = BEHIND / HELLO_REQUEST.len() + 1;
+    check!(answered == expected, "{what}: {answered} of {expected} answers came");
+
     // A request that comes while the one before it is still being answered (a 4 MiB file
     // on its way, read a chunk at a time): it is kept, and answered after. A server that
     // reads on while an answer waits must not lose what it read when the wait ends
@@ -255,6 +264,43 @@ pub fn pipelining(target: &Target) -> Probed {
         }
     }
     Ok(Outcome::Works)
+}
+
+/// How much [`pipelining`] sends behind a wait: more than a server reads while a request
+/// waits (our chapters' `MAX_PENDING`, 1 MiB), so that it must stop reading and read on.
+pub(super) const BEHIND: usize = 3 << 19;
+const HELLO_REQUEST: &[u8] = b"GET /hello HTTP/1.1\r\nHost: suite\r\n\r\n";
+
+fn size_of(bytes: usize) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
+}
+
+/// Sends `GET /sleep?ms=200` and [`BEHIND`] bytes of `GET /hello` in one go (from a thread
+/// of its own, since the server pushes back), and counts the answers that come before the
+/// connection ends or goes quiet for [`PATIENCE`].
+fn answer_count_behind_a_wait(server: &Server, what: &str) -> Result<usize, Stop> {
+    let connect = |error| broken(format!("{what}: cannot connect: {error}"));
+    let stream = std::net::TcpStream::connect(server.address).map_err(connect)?;
+    let mut writer = stream.try_clone().map_err(connect)?;
+    let mut requests = get("/sleep?ms=200");
+    requests.extend(HELLO_REQUEST.repeat(BEHIND / HELLO_REQUEST.len()));
+    let sender = thread::spawn(move || std::io::Write::write_all(&mut writer, &requests));
+    stream.set_read_timeout(Some(PATIENCE)).map_err(connect)?;
+    let (mut answered, mut tail, mut chunk) = (0, Vec::new(), vec![0u8; 1 << 16]);
+    let expected = BEHIND / HELLO_REQUEST.len() + 1;
+    while answered < expected {
+        match std::io::Read::read(&mut &stream, &mut chunk) {
+            Ok(0) | Err(_) => break, // closed, reset, or quiet for too long: counted so far
+            Ok(count) => {
+                tail.extend_from_slice(&chunk[..count]);
+                answered += tail.windows(12).filter(|w| *w == b"HTTP/1.1 200").count();
+                tail.drain(..tail.len().saturating_sub(11)); // a status line split in two
+            }
+        }
+    }
+    drop(stream);
+    let _ = sender.join();
+    Ok(answered)
 }
 
 /// How many clients try to connect after SIGTERM in [`graceful_shutdown`], how far apart,
