@@ -241,7 +241,7 @@ pub fn pipelining(target: &Target) -> Probed {
     // it stops reading until the wait is over, then reads on, and answers every one. (A
     // server that stops reading by cancelling a multishot receive once took that cancel
     // for an error, and reset the connection a third of the way through.)
-    let what = format!("{} of GET /hello pipelined behind a GET /sleep?ms=200", size_of(BEHIND));
+    let what = format!("{} MiB of GET /hello pipelined behind a GET /sleep?ms=200", BEHIND >> 20);
     let answered = answer_count_behind_a_wait(&server, &what)?;
     let expected = BEHIND / HELLO_REQUEST.len() + 1;
     check!(answered == expected, "{what}: {answered} of {expected} answers came");
@@ -268,12 +268,8 @@ pub fn pipelining(target: &Target) -> Probed {
 
 /// How much [`pipelining`] sends behind a wait: more than a server reads while a request
 /// waits (our chapters' `MAX_PENDING`, 1 MiB), so that it must stop reading and read on.
-pub(super) const BEHIND: usize = 3 << 19;
+pub(super) const BEHIND: usize = 2 << 20;
 const HELLO_REQUEST: &[u8] = b"GET /hello HTTP/1.1\r\nHost: suite\r\n\r\n";
-
-fn size_of(bytes: usize) -> String {
-    format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
-}
 
 /// Sends `GET /sleep?ms=200` and [`BEHIND`] bytes of `GET /hello` in one go (from a thread
 /// of its own, since the server pushes back), and counts the answers that come before the
