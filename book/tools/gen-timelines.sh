@@ -13,7 +13,9 @@
 # for another number; `ulimit -n` must allow them), and chapter 8 adds when each task ran
 # and B's request zoomed in.
 #
-# Usage: book/tools/gen-timelines.sh [OUTPUT_DIR]    (default: book/src/generated)
+# Usage: book/tools/gen-timelines.sh [OUTPUT_DIR] [--chapter N]...
+#        (default: every chapter, into book/src/generated; `--chapter 11` draws chapter
+#        11's picture alone, as a page that shows only that one needs)
 #
 # Run it after changing how a chapter waits or what it traces, on a machine that is not
 # busy with something else: the clients must connect on time (the tool runs a chapter again
@@ -26,7 +28,13 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-out="${1:-$root/book/src/generated}"
+out="$root/book/src/generated"
+if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then
+    out="$1"
+    shift
+fi
 cd "$root"
 ulimit -n 20000 2>/dev/null || true # chapter 7's idle connections need the descriptors
-cargo run --quiet -p suite --bin timeline -- --all --out "$out"
+# The chapters asked for (`--chapter N`, passed on as they are), or every one.
+[ $# -gt 0 ] || set -- --all
+cargo run --quiet -p suite --bin timeline -- "$@" --out "$out"

@@ -85,6 +85,7 @@ impl<T: AsFd + 'static> Async<T> {
 // ANCHOR_END: async
 
 // ANCHOR: stream
+// ANCHOR: accepts
 impl Async<TcpListener> {
     /// New: a multishot accept (`IORING_ACCEPT_MULTISHOT`): one entry accepts client after
     /// client, a completion each, until it ends (see [`accepted`]).
@@ -111,6 +112,7 @@ pub fn accepted(completion: Completion) -> io::Result<TcpStream> {
         socket => Ok(unsafe { TcpStream::from_raw_fd(socket) }),
     }
 }
+// ANCHOR_END: accepts
 
 impl Async<TcpStream> {
     /// Connects without blocking: the socket becomes writable when the handshake is over,
@@ -124,6 +126,7 @@ impl Async<TcpStream> {
         }
     }
 
+    // ANCHOR: receive
     /// Receives what has arrived onto the end of `buffer`; 0 means the peer has closed.
     /// Dropped before it is ready, it loses nothing: what comes waits in the receive's slot.
     pub async fn read_to(&self, buffer: &mut Buffer) -> io::Result<usize> {
@@ -176,6 +179,7 @@ impl Async<TcpStream> {
         receiving.iter().for_each(Op::cancel);
         self.receiving.set(receiving);
     }
+    // ANCHOR_END: receive
 
     /// Waits until the peer has left with a reset (or the socket failed): how a task that
     /// reads no more still learns that its client is gone. A poll for no event: errors and
@@ -190,6 +194,7 @@ impl Async<TcpStream> {
         }
     }
 
+    // ANCHOR: send
     /// Sends `bytes[from..]` (a `Buffer`), or the first part of it, within `limit`: how
     /// much, and the bytes back. `MSG_NOSIGNAL`: a peer that left gives `EPIPE`, not a
     /// `SIGPIPE`. New: first without waiting (`MSG_DONTWAIT`), and so without a timer: a
@@ -217,6 +222,7 @@ impl Async<TcpStream> {
         }
         unreachable!("the second send waits: it never says `WouldBlock`")
     }
+    // ANCHOR_END: send
 
     pub async fn write_all(&self, bytes: &[u8]) -> io::Result<()> {
         let (mut buffer, mut sent) = (Buffer::new(), 0);

@@ -55,6 +55,7 @@ pub struct Completion {
     pub flags: u32,
 }
 
+// ANCHOR: slot
 /// An operation's place, reused from one operation to the next (its queue's room too).
 #[derive(Default)]
 struct Slot {
@@ -74,6 +75,7 @@ struct Slot {
     /// A time limit's timespec: here it stays put (a slot is boxed) until the kernel reads it.
     limit: __kernel_timespec,
 }
+// ANCHOR_END: slot
 
 /// What a completion of an abandoned operation (`opcode`) leaves with nobody: a buffer,
 /// which goes back to the kernel, or a descriptor (an accept, an open), to be closed.
@@ -144,6 +146,7 @@ pub fn take_bytes(completion: Completion, to: &mut Buffer) {
 
 // ANCHOR: start
 impl Proactor {
+    // ANCHOR: queue
     /// Queues `entry` in a free slot; with a `limit`, a timer linked after it
     /// (`LINK_TIMEOUT`) cancels it once the limit has passed. The kernel keeps that timer
     /// with the entry, and drops it when the entry completes first: no cancel of ours, and
@@ -180,6 +183,7 @@ impl Proactor {
         }
         user_data
     }
+    // ANCHOR_END: queue
 
     /// Asks the kernel to end the operation `user_data` names: it completes with
     /// `-ECANCELED` (or its own result), without `F_MORE` if it was a multishot one.
@@ -342,6 +346,7 @@ pub unsafe fn submit<T: 'static>(
 }
 
 impl<T: 'static> Op<T> {
+    // ANCHOR: poll_next
     /// The next completion, once it comes; `None` after the last one (without `F_MORE`).
     pub fn poll_next(&mut self, cx: &mut Context) -> Poll<Option<Completion>> {
         let Some(user_data) = self.user_data else { return Poll::Ready(None) };
@@ -365,6 +370,7 @@ impl<T: 'static> Op<T> {
             next => Poll::Ready(next),
         }
     }
+    // ANCHOR_END: poll_next
 
     /// Asks the kernel to end it (a multishot one too): what it did before still comes.
     pub fn cancel(&self) {
