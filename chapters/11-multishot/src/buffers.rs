@@ -7,7 +7,7 @@
 //! (`IORING_CQE_F_BUFFER`, the number in the flags' top 16 bits): so a receive waits in the
 //! ring holding nothing. Each buffer comes back to us exactly once, in a completion, and
 //! goes back to the kernel exactly once, by [`BufferRing::give_back`]. With none left, a
-//! receive ends with `ENOBUFS`; its bytes stay in the socket until it is armed again.
+//! receive ends with `ENOBUFS`; its bytes stay in the socket, for a plain `recv` (`read_to`).
 
 #![allow(non_camel_case_types)] // the header's names, so that a reader can find them there
 
@@ -20,7 +20,8 @@ use crate::ring::{Ring, IORING_CQE_BUFFER_SHIFT, IORING_REGISTER_PBUF_RING};
 /// The buffer group the receives name (`buf_group`): this ring's.
 pub const GROUP: u16 = 0;
 /// How many buffers, and how big: 1 MiB a loop, shared by all its connections. A buffer
-/// is held only from its completion until its task copies it out, the same turn.
+/// is held from its completion until its task copies it out: the same turn, when the task
+/// is reading; a task that is not holds a few at most (the proactor's `HELD_AT_MOST`).
 pub const COUNT: usize = 256;
 pub const SIZE: usize = 4096;
 

@@ -106,15 +106,17 @@ pub struct Download {
 pub struct Pipe {
     pub reader: Rc<OwnedFd>,
     writer: Rc<OwnedFd>,
-    /// How many bytes it holds: 1 MiB where the kernel allows it (`F_SETPIPE_SZ`; a pipe
-    /// starts at 64 KiB), so that a download is a few splices, not hundreds.
+    /// How many bytes it holds: 1 MiB where the kernel allows it (`F_SETPIPE_SZ`), so that
+    /// a download is a few splices, not hundreds; else what it has (`F_GETPIPE_SZ`: 64 KiB,
+    /// or a page or two for a user past the kernel's quota of pipe memory).
     pub size: usize,
 }
 
 impl Pipe {
     pub fn new() -> io::Result<Pipe> {
         let (reader, writer) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
-        let size = fcntl(&writer, FcntlArg::F_SETPIPE_SZ(1 << 20)).unwrap_or(64 * 1024);
+        let size = fcntl(&writer, FcntlArg::F_SETPIPE_SZ(1 << 20))
+            .or_else(|_| fcntl(&writer, FcntlArg::F_GETPIPE_SZ))?;
         Ok(Pipe { reader: Rc::new(reader), writer: Rc::new(writer), size: size as usize })
     }
 }

@@ -22,6 +22,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use nix::libc::{self, POLLIN, POLLOUT};
+use nix::sys::socket::{self, MsgFlags};
 
 use shared::buffer::Buffer;
 use shared::upstream;
@@ -69,8 +70,9 @@ impl<T: AsFd + 'static> Async<T> {
         poll.await.0.map(drop).map_err(timed_out)
     }
 
-    /// For what has no operation of its own (emptying a pipe): runs `call` until it does
-    /// not say `EAGAIN`, waiting until the descriptor is readable before each try.
+    /// For what has no operation of its own (emptying a pipe, a receive with no buffer
+    /// left): runs `call` until it does not say `EAGAIN`, waiting until the descriptor is
+    /// readable before each try.
     pub async fn read_with<R>(&self, mut call: impl FnMut(&T) -> io::Result<R>) -> io::Result<R> {
         loop {
             match call(&self.inner) {
@@ -130,29 +132,41 @@ impl Async<TcpStream> {
     /// Receives what has arrived onto the end of `buffer`; 0 means the peer has closed.
     /// Dropped before it is ready, it loses nothing: what comes waits in the receive's slot.
     pub async fn read_to(&self, buffer: &mut Buffer) -> io::Result<usize> {
-        poll_fn(|cx| loop {
-            let mut receiving = self.receiving.take().unwrap_or_else(|| self.receive());
-            let next = receiving.poll_next(cx);
-            self.receiving.set(Some(receiving));
-            let Completion { res, flags } = match next {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(None) => {
-                    self.receiving.set(None); // it ended: armed again, at once
-                    continue;
+        loop {
+            let Completion { res, flags } = poll_fn(|cx| loop {
+                let mut receiving = self.receiving.take().unwrap_or_else(|| self.receive());
+                let next = receiving.poll_next(cx);
+                self.receiving.set(Some(receiving));
+                match next {
+                    Poll::Ready(None) => self.receiving.set(None), // it ended: armed again
+                    next => return next.map(|completion| completion.expect("not ended")),
                 }
-                Poll::Ready(Some(completion)) => completion,
-            };
+            })
+            .await;
             if flags & IORING_CQE_F_BUFFER != 0 {
                 proactor::take_bytes(Completion { res, flags }, buffer);
             }
-            return Poll::Ready(match res {
-                // No buffer was left: its bytes wait in the socket, for the receive that
-                // follows (the buffers come back as their tasks copy them out, this turn).
-                // Or it was stopped (`stop_receiving`): now it is wanted again.
-                _ if res == -libc::ENOBUFS || res == -libc::ECANCELED => continue,
+            return match res {
+                // No buffer was left (other tasks hold them): we receive into our own memory,
+                // waiting for readiness if nothing has come yet. Arming the receive again and
+                // again until a buffer comes back would spin the loop.
+                _ if res == -libc::ENOBUFS => self.receive_without_a_buffer(buffer).await,
+                // It was stopped (`stop_receiving`, or it held too many buffers untaken):
+                // now it is wanted again.
+                _ if res == -libc::ECANCELED => continue,
                 _ if res < 0 => Err(io::Error::from_raw_os_error(-res)),
                 count => Ok(count as usize),
-            });
+            };
+        }
+    }
+
+    /// A plain `recv(2)`, as chapter 9 did: tried, and at `EAGAIN` waited for with a poll.
+    async fn receive_without_a_buffer(&self, buffer: &mut Buffer) -> io::Result<usize> {
+        self.read_with(|socket| {
+            let mut bytes = [0; crate::buffers::SIZE]; // on the stack, not in the task
+            let count = socket::recv(socket.as_raw_fd(), &mut bytes, MsgFlags::MSG_DONTWAIT)?;
+            buffer.extend_from_slice(&bytes[..count]);
+            Ok(count)
         })
         .await
     }
@@ -247,3 +261,7 @@ fn timed_out(error: io::Error) -> io::Error {
         _ => error,
     }
 }
+
+#[cfg(test)]
+#[path = "net_tests.rs"]
+mod tests;

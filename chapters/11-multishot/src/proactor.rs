@@ -103,6 +103,12 @@ struct Proactor {
     woken: Vec<Waker>,
 }
 
+/// How many provided buffers an operation's untaken completions may hold before it is asked
+/// to stop: a task that does not read (it waits for a send, say) must not take the loop's
+/// buffers from the others. What its client sends then waits in its socket, pushing back,
+/// as in chapter 10; reading again arms a new receive (`read_to`).
+const HELD_AT_MOST: usize = 4;
+
 /// The doorbell's poll carries this instead of an operation's number.
 const DOORBELL: u64 = u64::MAX;
 /// What nobody waits for (a cancel, a time limit) carries this: its completion has no slot.
@@ -237,7 +243,7 @@ impl Proactor {
 /// operation completes or `timeout` passes (`None`: no limit), reaps every completion,
 /// and wakes the tasks they belong to. One system call, however many operations.
 pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
-    let (mut freed, mut orphans) = (Vec::new(), Vec::new());
+    let (mut freed, mut orphans, mut stopped) = (Vec::new(), Vec::new(), Vec::new());
     let mut woken = with(|proactor| -> io::Result<Vec<Waker>> {
         trace!("io_uring: waiting, timeout {timeout:?}");
         let submitted = proactor.ring.submit_and_wait(timeout)?;
@@ -257,6 +263,10 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
             if slot.abandoned.is_none() {
                 slot.completions.push_back(completion);
                 woken.extend(slot.waker.take());
+                let held = completion.flags & IORING_CQE_F_BUFFER != 0;
+                if held && slot.in_flight && slot.completions.len() == HELD_AT_MOST {
+                    stopped.push(entry.user_data); // its task is not reading: stop it
+                }
                 return;
             }
             // The kernel is done with what an abandoned operation brought, and at its last
@@ -268,6 +278,7 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
             }
         })?;
         trace!("io_uring: submitted {submitted}, completed {completed}, one system call");
+        stopped.into_iter().for_each(|user_data| proactor.cancel(user_data));
         if rung {
             proactor.doorbell.drain(); // the tasks it was rung for are queued already
             proactor.watch_doorbell()?;

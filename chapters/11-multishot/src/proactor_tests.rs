@@ -318,3 +318,30 @@ fn slots_are_reused_and_a_late_completion_reaches_no_later_operation() {
     let generation = with(|proactor| proactor.slots[0].generation);
     assert_ne!(u64::from(generation), first_user_data >> 32, "an old use names nothing");
 }
+
+#[test]
+fn a_receive_whose_task_does_not_read_holds_a_few_buffers_at_most() {
+    // A task waiting for a send does not read; its client may go on sending. Each arrival
+    // would hold one of the loop's buffers until the task reads again: past a few, the
+    // receive is stopped, and the rest waits in the socket.
+    start(64).expect("io_uring");
+    let (ours, peer) = UnixStream::pair().expect("socketpair");
+    let ours = Rc::new(ours);
+    let mut receive = multishot_receive(&ours);
+    for _ in 0..20 {
+        std::io::Write::write_all(&mut &peer, b"x").expect("write");
+        turn(Some(Duration::from_millis(20))).expect("turn"); // one arrival, one completion
+    }
+    let mut held = Vec::new();
+    while let Some(completion) = next(&mut receive) {
+        held.push(completion);
+    }
+    let last = held.pop().expect("the end");
+    assert_eq!(last.res, -libc::ECANCELED, "stopped, not ended by the client");
+    assert!(held.len() <= HELD_AT_MOST + 1, "held {} buffers", held.len()); // one in flight
+    let mut left = [0u8; 64];
+    ours.set_nonblocking(true).expect("non-blocking");
+    let in_socket = std::io::Read::read(&mut &*ours, &mut left).expect("the rest waits");
+    assert_eq!(held.len() + in_socket, 20, "nothing lost");
+    held.into_iter().for_each(|completion| take_bytes(completion, &mut Buffer::new()));
+}

@@ -38,7 +38,7 @@ use super::floods::{
     GIVEN_BACK_WITHIN, IDLE_BATCH, IDLE_CLIENTS, IDLE_MEMORY_BOUND, LAZY_DESCRIPTORS,
     MAX_CPU_WHILE_FLOODED, PIPELINE_BYTES, PIPELINE_GROWTH_BOUND, PUSHED_BACK_AFTER, ROUND_BYTES,
     SLOWDOWN_BOUND, SLOWLORIS_CLIENTS, SLOWLORIS_FD_LIMIT, SLOWLORIS_HEADER_TIMEOUT,
-    SLOWLORIS_PATIENCE, TEN_THOUSAND_TIMEOUTS, WAIT_IN_FRONT_MS,
+    SLOWLORIS_PATIENCE, TEN_THOUSAND_TIMEOUTS, TRICKLE_FOR, TRICKLE_PIECE, WAIT_IN_FRONT_MS,
 };
 use super::routes::{
     BAD_SLEEPS, FIFO_PROMPTLY, IPV6_HOSTS, NOT_ALLOWED, NOT_FOUND, QUICKLY, UNKNOWN_METHODS,
@@ -437,8 +437,13 @@ pub fn rules() -> Vec<Rule> {
              memory (`VmHWM`) stays less than {} over its resident memory at rest. Stop reading \
              from a client while its answers pile up, or close it: the check's writes then \
              stall, and once one has gone {} without progress, the check stops sending and \
-             measures.",
-            size(PIPELINE_BYTES as u64), size(PIPELINE_GROWTH_BOUND), secs(PUSHED_BACK_AFTER))),
+             measures. Then a second client, with a small receive buffer, sends {} requests at a \
+             time every half millisecond for {}, reading nothing; both still connected, `GET \
+             /hello` from another is answered within {}. What a client you are not reading sends \
+             must not hold what others need (receive buffers a loop shares). (Started with \
+             `--threads 1` where that is accepted.)",
+            size(PIPELINE_BYTES as u64), size(PIPELINE_GROWTH_BOUND), secs(PUSHED_BACK_AFTER),
+            TRICKLE_PIECE, secs(TRICKLE_FOR), secs(PROMPTLY))),
         rule("idle_after_a_burst", FLOODS, format!(
             "{} clients connect, each asks `GET /hello` and falls idle (the timeouts are long): \
              that is the baseline. The server is stopped (SIGSTOP), each sends a {} `POST /echo`, \

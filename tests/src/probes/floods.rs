@@ -8,7 +8,8 @@
 //! - [`slowloris`]: hundreds of clients that send a request head one byte a second and
 //!   never finish it. Only a header timeout (chapter 4 on) frees their descriptors.
 //! - [`pipelined_without_reading`]: one client that sends requests as fast as it can and
-//!   never reads an answer. The server must push back instead of buffering the answers.
+//!   never reads an answer. The server must push back instead of buffering the answers,
+//!   and serve another client meanwhile.
 //! - [`ten_thousand_idle`]: 10,000 connections that say nothing: do they fit, in how much
 //!   memory, and is everyone else still served?
 //! - [`ten_thousand_idle_slowdown`]: and how much slower is a busy client served while
@@ -459,9 +460,13 @@ pub(super) const PUSHED_BACK_AFTER: Duration = Duration::from_millis(500);
 /// every request and kept every answer would grow by 80 MiB. It must push back instead:
 /// stop reading while answers pile up, so that TCP makes the client wait. (Chapters 1 and
 /// 2 answer one request and close, which bounds it too.)
+///
+/// A server with more than one loop runs one (`--threads 1`): the others' turn is that
+/// loop's.
 pub fn pipelined_without_reading(target: &Target) -> Probed {
     needs_own_server(target)?;
-    let mut server = target.server()?;
+    let mut server = target
+        .start(Options { if_supported: vec![("--threads", "1".into())], ..Options::default() })?;
     let pid = pid(&server)?;
     expect_status(&exchange(&server, &get("/hello"))?, &[200], "GET /hello")?;
     let at_rest = measured(resources::memory(pid))?;
@@ -522,11 +527,62 @@ pub fn pipelined_without_reading(target: &Target) -> Probed {
         mebibytes(growth),
         mebibytes(at_rest.resident)
     );
-    drop(client);
-    still_serves(&mut server, "a client that pipelined without reading")?;
+    // A second one pipelines in small pieces, and keeps on while the server waits to send
+    // to it: each piece arrives on its own. Neither may cost the others their turn: a
+    // server whose loop shares its receive buffers among clients (chapter 11) must not
+    // let a client that is not being read keep them.
+    let trickler = trickle_without_reading(&server)?;
+    let (answered, stalled) = match hello_meanwhile(&server)? {
+        Meanwhile::Answered => (true, None),
+        Meanwhile::Waiting { client, sent } => (false, Some((client, sent))),
+    };
+    drop((client, trickler));
+    let waited = stalled.map(|(other, sent)| finish_hello(&server, other, sent)).transpose()?;
+    check!(
+        answered,
+        "while two clients sat on their pipelines without reading ({} in one go, and {} \
+         in pieces of {} requests), `GET /hello` from another client got no answer within \
+         {}; once they had left, it was answered {} after it was sent: what they sent holds \
+         what the others need?",
+        mebibytes(sent as u64),
+        seconds(TRICKLE_FOR),
+        TRICKLE_PIECE,
+        seconds(PROMPTLY),
+        seconds(waited.unwrap_or_default())
+    );
+    still_serves(&mut server, "clients that pipelined without reading")?;
     Ok(Outcome::Works)
 }
 // ANCHOR_END: pipelined_without_reading
+
+/// How long the second client of [`pipelined_without_reading`] sends its small pieces (of
+/// this many requests each, one every half millisecond), with a small receive buffer, so
+/// that the server soon waits to send to it.
+pub(super) const TRICKLE_FOR: Duration = Duration::from_millis(500);
+pub(super) const TRICKLE_PIECE: usize = 100;
+
+/// Sends `GET /hello` in pieces for [`TRICKLE_FOR`], reading nothing; a piece that does not
+/// fit is skipped (the server pushes back). Gives back the client, still connected.
+fn trickle_without_reading(server: &Server) -> Result<Client, Stop> {
+    let client = connect(server)?;
+    let socket = socket2::SockRef::from(client.stream());
+    let set_up = (socket.set_recv_buffer_size(4096))
+        .and_then(|()| socket.set_tcp_nodelay(true))
+        .and_then(|()| socket.set_nonblocking(true));
+    set_up.map_err(|error| broken(format!("cannot set up the trickling client: {error}")))?;
+    let piece = get("/hello").repeat(TRICKLE_PIECE);
+    let started = Instant::now();
+    while started.elapsed() < TRICKLE_FOR {
+        match (&*client.stream()).write(&piece) {
+            Ok(_) => {}
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break, // closed: a chapter that answers one request and closes
+        }
+        thread::sleep(Duration::from_micros(500)); // a pace, so that pieces arrive apart
+    }
+    Ok(client)
+}
 
 /// How many idle connections [`ten_thousand_idle`] and [`ten_thousand_idle_slowdown`]
 /// open, and the most memory the server may then use in all.
