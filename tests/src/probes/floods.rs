@@ -573,7 +573,7 @@ fn trickle_without_reading(server: &Server) -> Result<Client, Stop> {
     let piece = get("/hello").repeat(TRICKLE_PIECE);
     let started = Instant::now();
     while started.elapsed() < TRICKLE_FOR {
-        match (&*client.stream()).write(&piece) {
+        match client.stream().write(&piece) {
             Ok(_) => {}
             Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
             Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
