@@ -17,11 +17,12 @@ use std::sync::atomic::{AtomicU16, Ordering::Release};
 
 use crate::ring::{Ring, IORING_CQE_BUFFER_SHIFT, IORING_REGISTER_PBUF_RING};
 
+// ANCHOR: ring
 /// The buffer group the receives name (`buf_group`): this ring's.
 pub const GROUP: u16 = 0;
 /// How many buffers, and how big: 1 MiB a loop, shared by all its connections. A buffer
 /// is held from its completion until its task copies it out: the same turn, when the task
-/// is reading; a task that is not holds a few at most (the proactor's `HELD_AT_MOST`).
+/// is reading; a task that is not has its receive stopped (the proactor's `HELD_AT_MOST`).
 pub const COUNT: usize = 256;
 pub const SIZE: usize = 4096;
 
@@ -50,7 +51,6 @@ struct io_uring_buf_reg {
 #[repr(C, align(4096))]
 struct Entries([io_uring_buf; COUNT]);
 
-// ANCHOR: ring
 /// The ring, and the buffers its entries point into.
 pub struct BufferRing {
     /// Both only ever reached through raw pointers: the kernel reads the one and writes

@@ -206,12 +206,13 @@ impl Client {
                     }
                     Err(error) => return Err(error),
                 }
-                self.since = Instant::now(); // it took some: its send timeout restarts
             }
         }
         trace!("fd {}: spliced {length} bytes", self.stream.get_ref().as_raw_fd());
+        self.since = Instant::now(); // answered: the clock for its next request starts
         Ok(())
     }
+    // ANCHOR_END: send_file
 
     /// Adds the answer to one request to the output; returns whether to keep the
     /// connection (as in chapter 3).
@@ -222,7 +223,6 @@ impl Client {
         server.counters().requests_served.fetch_add(1, Ordering::Relaxed);
         framing.keep_alive
     }
-    // ANCHOR_END: send_file
 
     // ANCHOR: read_request
     /// Reads more of the next request, within its time: a kept-alive client that sends

@@ -6,7 +6,7 @@
 //! closed while an entry naming it waits in the ring, its number would be reused by the
 //! next `accept`, and the entry would act on someone else's socket.
 //!
-//! New in chapter 11: one multishot receive serves a connection for its whole life, picking
+//! New in chapter 11: one multishot receive serves a connection while it is read, picking
 //! a provided buffer (`buffers.rs`) only when bytes arrive: an idle client holds none, and
 //! there is no poll before each receive (chapter 10's two entries a request are one, made
 //! once). And a send first tries without waiting, so it needs a timer only if it must wait.
@@ -37,7 +37,7 @@ use crate::ring::{IORING_OP_POLL_ADD, IORING_OP_RECV, IORING_OP_SEND, IORING_REC
 /// A descriptor that operations in the ring may use, shared with them.
 pub struct Async<T: AsFd + 'static> {
     inner: Rc<T>,
-    /// New: a stream's multishot receive, armed by the first `receive` and again whenever
+    /// New: a stream's multishot receive, armed by the first `read_to` and again whenever
     /// it ends (its buffers ran out, say); its completions wait in its slot meanwhile.
     receiving: Cell<Option<Op<Rc<T>>>>,
 }
@@ -134,7 +134,7 @@ impl Async<TcpStream> {
     pub async fn read_to(&self, buffer: &mut Buffer) -> io::Result<usize> {
         loop {
             let Completion { res, flags } = poll_fn(|cx| loop {
-                let mut receiving = self.receiving.take().unwrap_or_else(|| self.receive());
+                let mut receiving = self.receiving.take().unwrap_or_else(|| self.arm_receive());
                 let next = receiving.poll_next(cx);
                 self.receiving.set(Some(receiving));
                 match next {
@@ -173,7 +173,7 @@ impl Async<TcpStream> {
 
     /// A multishot receive (`IORING_RECV_MULTISHOT`) that picks its buffers from the loop's
     /// (`IOSQE_BUFFER_SELECT`, `buf_group`): it completes each time bytes arrive.
-    fn receive(&self) -> Op<Rc<TcpStream>> {
+    fn arm_receive(&self) -> Op<Rc<TcpStream>> {
         // SAFETY: the entry points at no memory of ours: the kernel picks a provided buffer.
         unsafe {
             submit(self.inner.clone(), None, |stream| {
@@ -234,7 +234,7 @@ impl Async<TcpStream> {
                 sent => return (sent.map(|count| count as usize).map_err(timed_out), bytes),
             }
         }
-        unreachable!("the second send waits: it never says `WouldBlock`")
+        unreachable!("the second try returns, whatever it says")
     }
     // ANCHOR_END: send
 

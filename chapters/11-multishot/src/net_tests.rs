@@ -41,7 +41,7 @@ fn with_every_buffer_held_elsewhere_a_read_still_receives() {
     let (hogs, mut held) = (Vec::from_iter((0..COUNT).map(|_| pair())), Vec::new());
     for (hog, peer) in &hogs {
         std::io::Write::write_all(&mut &*peer, b"x").expect("write");
-        let mut first = hog.receive();
+        let mut first = hog.arm_receive();
         held.push(run(poll_fn(|cx| first.poll_next(cx))).expect("one buffer"));
         hog.receiving.set(Some(first)); // armed, its buffer untaken
     }

@@ -69,8 +69,9 @@ struct Slot {
     /// completion; the completions that come until then only free what they bring.
     abandoned: Option<Box<dyn Any>>,
     opcode: u8,
-    /// Which use of the slot this is, half of `user_data`: a completion of an earlier use
-    /// never reaches a later one.
+    /// Which use of the slot this is, half of `user_data`: a cancel asked for an earlier
+    /// use, which may reach the kernel after that use ended, never ends a later one.
+    /// (Chapter 10 never reused a number; a slot is reused, and this keeps that promise.)
     generation: u32,
     /// A time limit's timespec: here it stays put (a slot is boxed) until the kernel reads it.
     limit: __kernel_timespec,
@@ -101,13 +102,20 @@ struct Proactor {
     doorbell: Arc<SelfPipe>,
     /// The wakers `turn` takes out, kept to be reused: no allocation, turn after turn.
     woken: Vec<Waker>,
+    /// Receives that held `HELD_AT_MOST` buffers at the last reap: stopped at the next
+    /// turn if they still do.
+    holding: Vec<u64>,
 }
 
-/// How many provided buffers an operation's untaken completions may hold before it is asked
-/// to stop: a task that does not read (it waits for a send, say) must not take the loop's
-/// buffers from the others. What its client sends then waits in its socket, pushing back,
-/// as in chapter 10; reading again arms a new receive (`read_to`).
+// ANCHOR: held
+/// How many provided buffers a receive's untaken completions may hold, a turn after they
+/// came, before it is asked to stop: its task has run since and not taken them, so it is
+/// not reading (it waits for a send, say), and must not take the loop's buffers from the
+/// others. What its client sends then waits in its socket, pushing back, as in chapter 10;
+/// reading again arms a new receive (`read_to`). A burst that comes in one turn may fill
+/// more (the kernel receives up to 32 times in a go): none comes after the stop.
 const HELD_AT_MOST: usize = 4;
+// ANCHOR_END: held
 
 /// The doorbell's poll carries this instead of an operation's number.
 const DOORBELL: u64 = u64::MAX;
@@ -125,8 +133,8 @@ pub fn start(completions: u32) -> io::Result<()> {
     let ring = Ring::new(256, completions.max(256))?; // never fewer than the entries
     let buffers = ManuallyDrop::new(BufferRing::new(&ring)?);
     let (slots, free, doorbell) = (Vec::new(), Vec::new(), Arc::new(SelfPipe::new()?));
-    let woken = Vec::new();
-    let mut proactor = Proactor { ring, slots, free, buffers, doorbell, woken };
+    let (woken, holding) = (Vec::new(), Vec::new());
+    let mut proactor = Proactor { ring, slots, free, buffers, doorbell, woken, holding };
     proactor.watch_doorbell()?;
     PROACTOR.with(|cell| cell.replace(Some(proactor)));
     Ok(())
@@ -208,6 +216,7 @@ impl Proactor {
         &mut self, user_data: u64, owned: Box<dyn Any>,
     ) -> (Option<Box<dyn Any>>, Vec<OwnedFd>) {
         let slot = &mut self.slots[user_data as u32 as usize]; // on: its future had it
+        slot.waker = None; // its task may be gone: its waker must not live on in the slot
         let (opcode, buffers) = (slot.opcode, &mut self.buffers);
         let orphans = slot.completions.drain(..).filter_map(|c| orphan(opcode, c, buffers));
         let orphans = orphans.collect();
@@ -218,6 +227,20 @@ impl Proactor {
         slot.abandoned = Some(owned);
         self.cancel(user_data);
         (None, orphans)
+    }
+
+    /// Stops the receives that held `HELD_AT_MOST` buffers at the last reap and still do:
+    /// their tasks have run since, and did not take them.
+    fn stop_the_unread(&mut self) {
+        let mut holding = std::mem::take(&mut self.holding);
+        for user_data in holding.drain(..) {
+            let slot = &self.slots[user_data as u32 as usize];
+            let same_use = u64::from(slot.generation) == user_data >> 32 && slot.in_flight;
+            if same_use && slot.completions.len() >= HELD_AT_MOST {
+                self.cancel(user_data);
+            }
+        }
+        self.holding = holding; // its room kept for the next turn
     }
 
     /// The operation `user_data` names is over: its slot is free for another.
@@ -243,11 +266,12 @@ impl Proactor {
 /// operation completes or `timeout` passes (`None`: no limit), reaps every completion,
 /// and wakes the tasks they belong to. One system call, however many operations.
 pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
-    let (mut freed, mut orphans, mut stopped) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut freed, mut orphans) = (Vec::new(), Vec::new());
     let mut woken = with(|proactor| -> io::Result<Vec<Waker>> {
+        proactor.stop_the_unread();
         trace!("io_uring: waiting, timeout {timeout:?}");
         let submitted = proactor.ring.submit_and_wait(timeout)?;
-        let Proactor { ring, slots, free, buffers, woken, .. } = proactor;
+        let Proactor { ring, slots, free, buffers, woken, holding, .. } = proactor;
         let mut rung = false;
         let completed = ring.reap(|entry| {
             let index = entry.user_data as u32 as usize;
@@ -265,7 +289,7 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
                 woken.extend(slot.waker.take());
                 let held = completion.flags & IORING_CQE_F_BUFFER != 0;
                 if held && slot.in_flight && slot.completions.len() == HELD_AT_MOST {
-                    stopped.push(entry.user_data); // its task is not reading: stop it
+                    holding.push(entry.user_data); // if its task does not take them: stop
                 }
                 return;
             }
@@ -278,7 +302,6 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
             }
         })?;
         trace!("io_uring: submitted {submitted}, completed {completed}, one system call");
-        stopped.into_iter().for_each(|user_data| proactor.cancel(user_data));
         if rung {
             proactor.doorbell.drain(); // the tasks it was rung for are queued already
             proactor.watch_doorbell()?;
@@ -408,12 +431,17 @@ impl<T: 'static> Future for Op<T> {
 
 impl<T: 'static> Drop for Op<T> {
     fn drop(&mut self) {
-        let (Some(user_data), Some(owned)) = (self.user_data, self.owned.take()) else { return };
+        let Some(user_data) = self.user_data else { return };
+        // Its memory, or nothing (a one-shot operation that said `F_MORE`): the slot must go.
+        let owned: Box<dyn Any> = match self.owned.take() {
+            Some(owned) => Box::new(owned),
+            None => Box::new(()),
+        };
         // try_with: at a thread's end, the proactor may have gone first. What it hands back
         // is freed (and closed) here, once the proactor is no longer borrowed.
         let _ = PROACTOR.try_with(|cell| {
             let mut proactor = cell.borrow_mut();
-            proactor.as_mut().map(|proactor| proactor.abandon(user_data, Box::new(owned)))
+            proactor.as_mut().map(|proactor| proactor.abandon(user_data, owned))
         });
     }
 }

@@ -324,8 +324,8 @@ impl Ring {
     /// may use it (for the buffers, as long as the ring).
     pub unsafe fn register<T>(&self, opcode: u32, arg: &T) -> io::Result<()> {
         let [fd, opcode, count] = [self.fd.as_raw_fd() as u32, opcode, 1].map(c_long::from);
-        // SAFETY: the caller's promise.
         let arg = &raw const *arg;
+        // SAFETY: the caller's promise.
         match unsafe { libc::syscall(libc::SYS_io_uring_register, fd, opcode, arg, count) } {
             -1 => Err(io::Error::last_os_error()),
             _ => Ok(()),
