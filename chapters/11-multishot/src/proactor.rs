@@ -1,14 +1,10 @@
-//! The proactor: chapter 9's reactor, for completion instead of readiness.
+//! The proactor: chapter 9's reactor, for completion instead of readiness (chapter 10's).
 //!
-//! A reactor says "you may read now", and the task goes and reads. A proactor is asked
-//! "read into this buffer", does it, and says "done: N bytes". Here a task submits an
-//! operation (an entry in the ring, `ring.rs`), and the completion wakes it. Between the
-//! two, the kernel may write into the buffer at any moment, whatever became of the task
-//! that asked. So an operation takes the memory the kernel uses by value (a buffer, a
-//! path, the socket itself), and gives it back with the result, as tokio-uring and monoio
-//! do. An operation dropped early (its task timed out, its client left) asks the kernel to
-//! cancel it, and its slot keeps the memory until the last completion comes back: only
-//! then is it freed.
+//! A task submits an operation (an entry in the ring, `ring.rs`), and its completion wakes
+//! it. Until then the kernel may write into the operation's memory, whatever became of the
+//! task: so an operation owns that memory (a buffer, a path, the socket) and gives it back
+//! with the result, as tokio-uring and monoio do; one dropped early is cancelled, and its
+//! slot keeps the memory until the last completion.
 //!
 //! New in chapter 11: an entry may complete many times. A multishot receive or accept
 //! completes once for each arrival, saying `IORING_CQE_F_MORE` while it stays armed; its
@@ -47,8 +43,8 @@ use crate::ring::{IORING_OP_ACCEPT, IORING_OP_ASYNC_CANCEL, IORING_OP_LINK_TIMEO
 use crate::ring::{IORING_OP_OPENAT2, IORING_OP_POLL_ADD, IOSQE_IO_LINK};
 
 // ANCHOR: proactor
-/// One completion: `res`, what the system call would have returned (a count, a
-/// descriptor) or `-errno`, and the flags (`IORING_CQE_F_MORE`, `IORING_CQE_F_BUFFER`).
+/// One completion: `res`, what the system call would have returned (or `-errno`), and the
+/// flags (`IORING_CQE_F_MORE`, `IORING_CQE_F_BUFFER`).
 #[derive(Clone, Copy, Debug)]
 pub struct Completion {
     pub res: i32,
@@ -65,21 +61,19 @@ struct Slot {
     waker: Option<Waker>,
     /// The kernel will complete it again: not yet completed, or it said `F_MORE`.
     in_flight: bool,
-    /// Its future is gone: the memory the kernel may still use, freed at the last
-    /// completion; the completions that come until then only free what they bring.
+    /// Its future is gone: the memory the kernel may still use, freed at the last completion.
     abandoned: Option<Box<dyn Any>>,
     opcode: u8,
-    /// Which use of the slot this is, half of `user_data`: a cancel asked for an earlier
-    /// use, which may reach the kernel after that use ended, never ends a later one.
-    /// (Chapter 10 never reused a number; a slot is reused, and this keeps that promise.)
+    /// Which use of the slot this is, half of `user_data`: a cancel for an earlier use, come
+    /// after that use ended, never ends a later one (chapter 10 never reused a number).
     generation: u32,
     /// A time limit's timespec: here it stays put (a slot is boxed) until the kernel reads it.
     limit: __kernel_timespec,
 }
 // ANCHOR_END: slot
 
-/// What a completion of an abandoned operation (`opcode`) leaves with nobody: a buffer,
-/// which goes back to the kernel, or a descriptor (an accept, an open), to be closed.
+/// What a completion of an abandoned operation (`opcode`) leaves with nobody: a buffer, to
+/// give back, or a descriptor (an accept, an open), to close.
 fn orphan(opcode: u8, completion: Completion, buffers: &mut BufferRing) -> Option<OwnedFd> {
     if completion.flags & IORING_CQE_F_BUFFER != 0 {
         buffers.give_back(BufferRing::id(completion.flags));
@@ -102,18 +96,15 @@ struct Proactor {
     doorbell: Arc<SelfPipe>,
     /// The wakers `turn` takes out, kept to be reused: no allocation, turn after turn.
     woken: Vec<Waker>,
-    /// Receives that held `HELD_AT_MOST` buffers at the last reap: stopped at the next
-    /// turn if they still do.
+    /// Receives that held `HELD_AT_MOST` buffers at the last reap (`stop_the_unread`).
     holding: Vec<u64>,
 }
 
 // ANCHOR: held
-/// How many provided buffers a receive's untaken completions may hold, a turn after they
-/// came, before it is asked to stop: its task has run since and not taken them, so it is
-/// not reading (it waits for a send, say), and must not take the loop's buffers from the
-/// others. What its client sends then waits in its socket, pushing back, as in chapter 10;
-/// reading again arms a new receive (`read_to`). A burst that comes in one turn may fill
-/// more (the kernel receives up to 32 times in a go): none comes after the stop.
+/// How many provided buffers a receive's untaken completions may hold a turn after they
+/// came: its task has run since and not taken them (it waits for a send, say), so it is
+/// stopped, and its client's bytes wait in the socket until it reads again (`read_to`).
+/// A burst within one turn may fill more (the kernel receives up to 32 times in a go).
 const HELD_AT_MOST: usize = 4;
 // ANCHOR_END: held
 
@@ -232,15 +223,13 @@ impl Proactor {
     /// Stops the receives that held `HELD_AT_MOST` buffers at the last reap and still do:
     /// their tasks have run since, and did not take them.
     fn stop_the_unread(&mut self) {
-        let mut holding = std::mem::take(&mut self.holding);
-        for user_data in holding.drain(..) {
+        while let Some(user_data) = self.holding.pop() {
             let slot = &self.slots[user_data as u32 as usize];
             let same_use = u64::from(slot.generation) == user_data >> 32 && slot.in_flight;
             if same_use && slot.completions.len() >= HELD_AT_MOST {
                 self.cancel(user_data);
             }
         }
-        self.holding = holding; // its room kept for the next turn
     }
 
     /// The operation `user_data` names is over: its slot is free for another.
@@ -293,8 +282,7 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
                 }
                 return;
             }
-            // The kernel is done with what an abandoned operation brought, and at its last
-            // completion, with the memory it held.
+            // An abandoned operation's: free what it brought, and at the last, its memory.
             orphans.extend(orphan(slot.opcode, completion, buffers));
             if !slot.in_flight {
                 freed.extend(slot.abandoned.take());
@@ -308,19 +296,16 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
         }
         Ok(std::mem::take(&mut proactor.woken))
     })?;
-    // Woken, freed and closed once the proactor is no longer borrowed: a waker may be
-    // anybody's code.
+    // Woken, freed and closed once the proactor is not borrowed: a waker is anybody's code.
     woken.drain(..).for_each(Waker::wake);
     drop((freed, orphans));
     with(|proactor| proactor.woken = woken); // empty, its room kept for the next turn
     Ok(())
 }
 
-/// Ends this thread's ring, once its tasks are gone: each operation they had in flight
-/// asked to be cancelled, and those cancels are only queued. So, as tokio-uring's driver
-/// does, turn until every operation has completed (its memory freed, a descriptor it held
-/// closed: left open, a listener would take clients nobody answers until the process
-/// exits), or `bound` has passed; then drop the ring.
+/// Ends this thread's ring once its tasks are gone: their operations' cancels are only
+/// queued, so, as tokio-uring's driver does, turn until all have completed (a listener
+/// left open would take clients nobody answers), or `bound` has passed.
 pub fn finish(bound: Duration) {
     let deadline = Instant::now() + bound;
     while with(|proactor| proactor.slots.iter().any(|slot| slot.in_flight)) {
@@ -332,9 +317,8 @@ pub fn finish(bound: Duration) {
     PROACTOR.with(|cell| drop(cell.take()));
 }
 
-/// What is still in flight when the ring goes (past `finish`'s bound): the kernel cancels
-/// it as the ring closes, but may write into its memory until then. So that memory is
-/// leaked, never freed: at the end of a loop, the lesser harm. The buffers too, then.
+/// What is still in flight when the ring goes (past `finish`'s bound) may be written into
+/// until the ring has closed: its memory, and the buffers, are leaked, the lesser harm.
 impl Drop for Proactor {
     fn drop(&mut self) {
         let in_flight = self.slots.iter_mut().filter(|slot| slot.in_flight);
@@ -348,9 +332,9 @@ impl Drop for Proactor {
 // ANCHOR_END: turn
 
 // ANCHOR: op
-/// An operation in the ring, as a future: ready with its result (`res`: a count, a
-/// descriptor; or the error) and the memory it owned. A multishot one gives its
-/// completions one by one instead ([`Op::poll_next`]). Dropped before its end, it cancels.
+/// An operation in the ring, as a future: ready with its result and the memory it owned.
+/// A multishot one gives its completions one by one ([`Op::poll_next`]). Dropped early, it
+/// cancels.
 #[must_use = "an operation's result and memory come back only when it is awaited"]
 pub struct Op<T: 'static> {
     /// Which slot, and which use of it; `None` once its last completion is taken.
