@@ -169,8 +169,9 @@ fn main() {
         (None, None) => run_own(&args, &probes),
     };
     // A reader's server is named by what the reader gave: its command (in backquotes, as
-    // the messages name it, so that it stands apart from the check's name), or its address.
-    let command = args.command.as_ref().map(|command| format!("`{command}`"));
+    // the messages name it, so that it stands apart from the check's name; a long one by
+    // its program's file name), or its address.
+    let command = args.command.as_deref().map(report::command_column);
     let readers = command.or(args.address.map(|address| address.to_string()));
     summarize(&verdicts, readers.as_deref());
 }

@@ -55,6 +55,19 @@ const LINES_SHOWN: usize = 6;
 const CHAPTER_COLUMN: usize = 17;
 const PROBE_COLUMN: usize = 27;
 
+/// How a reader's command begins each line of the report: whole, in backquotes, if it fits
+/// in a column of [`COMMAND_COLUMN`]; else by the file name of its first word with a `/`
+/// (the program, or the script an interpreter runs): the report's first line names it whole.
+pub fn command_column(command: &str) -> String {
+    if command.len() + 2 <= COMMAND_COLUMN {
+        return format!("`{command}`");
+    }
+    let mut words = command.split_whitespace();
+    let path = words.clone().find(|word| word.contains('/')).or(words.next()).unwrap_or("");
+    format!("`{}`", path.rsplit('/').next().unwrap_or(path))
+}
+const COMMAND_COLUMN: usize = 36;
+
 /// The whole report, ending with the summary line (and a newline). `readers` names a
 /// reader's server (its command in backquotes, or its address), which begins every line in
 /// place of the chapter's name; `None` for ours.

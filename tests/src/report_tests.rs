@@ -313,3 +313,18 @@ fn steady_makes_ports_and_sites_the_same() {
         "at 127.0.0.1:PORT with --root /tmp/suite-site-N/root, 127.0.0.1:"
     );
 }
+
+/// A long command would push every line's text past the page: the column names its program.
+#[test]
+fn a_long_command_is_named_by_its_program() {
+    assert_eq!(command_column("python3 server.py"), "`python3 server.py`");
+    assert_eq!(command_column("/tmp/ana-ch04/target/release/ana-ch04"), "`ana-ch04`");
+    assert_eq!(
+        command_column("python3 /home/student/lab/src/server.py --threads 1"),
+        "`server.py`"
+    );
+    assert_eq!(
+        command_column("node-with-a-long-name --and --many --flags --here"),
+        "`node-with-a-long-name`"
+    );
+}
