@@ -57,16 +57,43 @@ const PROBE_COLUMN: usize = 27;
 
 /// How a reader's command begins each line of the report: whole, in backquotes, if it fits
 /// in a column of [`COMMAND_COLUMN`]; else by the file name of its first word with a `/`
-/// (the program, or the script an interpreter runs): the report's first line names it whole.
+/// (the program, or the script an interpreter runs). The suite's first line on stderr,
+/// `starting ... once`, names it whole.
 pub fn command_column(command: &str) -> String {
     if command.len() + 2 <= COMMAND_COLUMN {
         return format!("`{command}`");
     }
-    let mut words = command.split_whitespace();
-    let path = words.clone().find(|word| word.contains('/')).or(words.next()).unwrap_or("");
+    let words = shell_words(command);
+    let path = words.iter().find(|word| word.contains('/')).or(words.first());
+    let path = path.map_or("", String::as_str);
     format!("`{}`", path.rsplit('/').next().unwrap_or(path))
 }
 const COMMAND_COLUMN: usize = 36;
+
+/// A command's words as the shell reads them, enough to find a path with a space in it:
+/// quotes ('...', "...") and backslashes keep what they hold in one word.
+fn shell_words(command: &str) -> Vec<String> {
+    let (mut words, mut word, mut quote, mut in_word) = (Vec::new(), String::new(), None, false);
+    let mut chars = command.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(open), c) if c == open => quote = None,
+            (Some('"') | None, '\\') => word.extend(chars.next()),
+            (Some(_), c) => word.push(c),
+            (None, '\'' | '"') => quote = Some(c),
+            (None, c) if c.is_whitespace() => {
+                if std::mem::take(&mut in_word) {
+                    words.push(std::mem::take(&mut word));
+                }
+                continue;
+            }
+            (None, c) => word.push(c),
+        }
+        in_word = true;
+    }
+    words.extend(in_word.then_some(word));
+    words
+}
 
 /// The whole report, ending with the summary line (and a newline). `readers` names a
 /// reader's server (its command in backquotes, or its address), which begins every line in

@@ -327,4 +327,8 @@ fn a_long_command_is_named_by_its_program() {
         command_column("node-with-a-long-name --and --many --flags --here"),
         "`node-with-a-long-name`"
     );
+    // A path with a space, quoted for the shell, is one word.
+    assert_eq!(command_column(r"'/home/ana/a student'\''s server/server' --threads 1"), "`server`");
+    assert_eq!(command_column(r#"python3 "/home/ana/my labs/ch4/server.py""#), "`server.py`");
+    assert_eq!(command_column(r"/home/ana/my\ labs/ch4/target/release/ana-ch4 -v"), "`ana-ch4`");
 }
