@@ -150,9 +150,8 @@ impl Client {
     /// its place in line, its connection to the upstream. A client that only shut its
     /// sending side (end-of-file) may still want its answers: we stop reading, and wait on.
     ///
-    /// New in chapter 10: only the readiness races the wait. A poll holds no bytes; a
-    /// receive dropped once submitted could lose bytes the kernel had taken off the socket
-    /// for it. So the receive itself is awaited to its end, outside the race.
+    /// New in chapter 10: only the readiness races the wait. A receive dropped once
+    /// submitted could lose bytes the kernel took for it; so it is awaited to its end.
     async fn listening<T>(&mut self, wait: impl Future<Output = T>) -> io::Result<T> {
         let mut wait = pin!(wait);
         while self.received.len() <= MAX_PENDING {
@@ -265,9 +264,8 @@ impl Client {
         self.send_all(out, server).await.map(drop)
     }
 
-    /// Sends all of `bytes`, and gives them back. They go to the kernel and come back with
-    /// each send (if this is dropped, they do not: but then the connection is over), and
-    /// so does the time limit, the send timeout, as a timer linked to the send.
+    /// Sends all of `bytes` and gives them back: they go to the kernel with each send (and
+    /// are lost if this is dropped, with the connection), its timeout a linked timer.
     async fn send_all<B: Deref<Target = [u8]> + 'static>(
         &mut self, mut bytes: B, server: &Server,
     ) -> io::Result<B> {

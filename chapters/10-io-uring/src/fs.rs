@@ -1,9 +1,7 @@
 //! Files through the ring: opening and reading are operations, and the kernel does the
-//! blocking part (a slow disk) on workers of its own. Chapters 6 to 9 needed a thread pool
-//! of ours for it; here it is gone. `--fs-delay-ms` is a sleep before each open and each
-//! read: the slow disk, still simulated with no thread of ours.
-//!
-//! As in chapter 6, a file is read a chunk (256 KiB) at a time, and travels with each one.
+//! blocking part (a slow disk) on workers of its own, where chapters 6 to 9 had a thread
+//! pool of ours. `--fs-delay-ms` sleeps before each open and each read. As in chapter 6, a
+//! file is read a chunk (256 KiB) at a time, and travels with each one.
 
 use std::ffi::CString;
 use std::fs::File;
@@ -39,7 +37,6 @@ pub struct Files {
 }
 
 impl Files {
-    /// `delay` is `--fs-delay-ms`, the simulated slow disk.
     pub fn new(root: &Path, delay: Duration) -> io::Result<Files> {
         Ok(Files { root: File::open(root)?, delay })
     }
@@ -99,8 +96,7 @@ impl Files {
         Ok(Chunk { bytes, file })
     }
 
-    /// `--fs-delay-ms`: a sleep on the loop's timers, as `/sleep`'s. (It could be a timer
-    /// in the ring, linked before the operation: see the exercises.)
+    /// `--fs-delay-ms`: a sleep on the loop's timers (or a linked timer: see the exercises).
     async fn slow_disk(&self) {
         if !self.delay.is_zero() {
             sleep(self.delay).await;

@@ -1,13 +1,11 @@
 //! Chapter 10: completion instead of readiness, a ring of our own per loop.
 //!
 //! Chapter 9's loops, executors, tasks and sync tools, with the reactor replaced: each
-//! loop has an io_uring (`ring.rs`), and a task no longer waits until it *may* read, then
-//! reads; it asks the kernel to read (an operation), and the completion, "here is what I
-//! read", wakes it (`proactor.rs`). Accepting, receiving, sending, opening and reading a
-//! file are operations (`net.rs`, `fs.rs`), and one `io_uring_enter` per turn
-//! submits every operation the tasks asked for and reaps every one that finished. The
-//! kernel reads files on workers of its own: the thread pool is gone. What the loops share
-//! is what they shared in chapter 9 ([`Loops`]), the root folder in place of the pool.
+//! loop has an io_uring (`ring.rs`), and a task no longer waits until it *may* read; it
+//! asks the kernel to read (an operation), and the completion wakes it (`proactor.rs`).
+//! Accepts, receives, sends, opens and reads are operations (`net.rs`, `fs.rs`), and one
+//! `io_uring_enter` a turn submits and reaps them all. The kernel reads files on workers
+//! of its own: the thread pool is gone, the root folder in its place in [`Loops`].
 
 mod connection;
 mod executor;
@@ -188,8 +186,7 @@ fn run_loop(
         counters.loop_turns.store(executor::turns(), Ordering::Relaxed);
         counters.timers_pending.store(time::pending() as u64, Ordering::Relaxed);
     };
-    // New: the tasks go, their operations ask to be cancelled, and the ring takes the
-    // cancels: the listener closes now, not at the process's exit (see `finish`).
+    // New: the tasks go, the ring takes their operations' cancels, the listener closes.
     drop(executor);
     proactor::finish(Duration::from_secs(1));
     open

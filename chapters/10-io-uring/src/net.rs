@@ -3,12 +3,12 @@
 //! Chapter 9 tried each call and, at `EAGAIN`, waited for readiness. Here a receive, a
 //! send, an accept is an operation the kernel carries out, and the task waits for its
 //! completion (`proactor.rs`). The socket is shared (`Rc`) with every operation using it:
-//! closed while an entry naming it waits in the ring, its number would be reused by the
-//! next `accept`, and the entry would act on someone else's socket.
+//! closed under a waiting entry, its number could go to the next client, and the entry act
+//! on that client's socket.
 //!
-//! An idle client must cost little, and a receive waiting in the ring holds its buffer
-//! (16 KiB: 160 MiB for 10,000 idle clients). So a connection first waits for readiness (a
-//! poll, which holds nothing), then receives: one more entry per request, no more calls.
+//! A receive waiting in the ring holds its buffer (16 KiB: 160 MiB for 10,000 idle
+//! clients), so a connection first waits for readiness (a poll holds nothing), then
+//! receives: one more entry per request, no more calls.
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -55,8 +55,7 @@ impl<T: AsFd + 'static> Async<T> {
         poll.await.0.map(drop)
     }
 
-    /// For what has no operation of its own (emptying a pipe): runs `call` until it does
-    /// not say `EAGAIN`, waiting until the descriptor is readable before each try.
+    /// For a call with no operation of its own (emptying a pipe): readiness at `EAGAIN`.
     pub async fn read_with<R>(&self, mut call: impl FnMut(&T) -> io::Result<R>) -> io::Result<R> {
         loop {
             match call(&self.inner) {
@@ -74,8 +73,7 @@ impl<T: AsFd + 'static> Async<T> {
 impl Async<TcpListener> {
     /// Accepts a client: the kernel makes its socket.
     pub async fn accept(&self) -> io::Result<TcpStream> {
-        // SAFETY: no address is asked for (the pointers are null); the operation keeps the
-        // listener open.
+        // SAFETY: no address is asked for (null pointers); the op keeps the listener open.
         let accept = unsafe {
             submit(self.inner.clone(), None, |listener| {
                 let entry =
@@ -161,9 +159,8 @@ impl Async<TcpStream> {
         received.map(|count| count as usize)
     }
 
-    /// Sends `bytes[from..]` (a `Buffer`, a file's chunk), or the first part of it, within
-    /// `limit`: how much, and the bytes back. `MSG_NOSIGNAL`: a peer that left gives
-    /// `EPIPE`, not a `SIGPIPE`.
+    /// Sends `bytes[from..]`, or its first part, within `limit`: how much, and the bytes
+    /// back. `MSG_NOSIGNAL`: a peer that left gives `EPIPE`, not a `SIGPIPE`.
     pub async fn send<B: Deref<Target = [u8]> + 'static>(
         &self, bytes: B, from: usize, limit: Option<Duration>,
     ) -> (io::Result<usize>, B) {

@@ -1,18 +1,16 @@
 //! The proactor: chapter 9's reactor, for completion instead of readiness.
 //!
-//! A reactor says "you may read now", and the task goes and reads. A proactor is asked
-//! "read into this buffer", does it, and says "done: N bytes". Here a task submits an
-//! operation (an entry in the ring, `ring.rs`), and the completion wakes it. Between the
-//! two, the kernel may write into the buffer at any moment, whatever became of the task
-//! that asked. So an operation takes the memory the kernel uses by value (a buffer, a
-//! path, the socket itself), keeps it in its slot here, and gives it back with the result,
-//! as tokio-uring and monoio do. An operation dropped early (its task timed out, its
-//! client left) asks the kernel to cancel it, and its slot keeps the memory until the
-//! cancelled completion comes back: only then is it freed.
+//! A reactor says "you may read now", and the task reads. A proactor is asked "read into
+//! this buffer" (an operation: an entry in the ring, `ring.rs`), does it, and its
+//! completion, "done: N bytes", wakes the task. Until then the kernel may write into the
+//! buffer at any moment, whatever became of the task. So an operation takes the memory the
+//! kernel uses by value (a buffer, a path, the socket itself), keeps it in its slot here
+//! and gives it back with the result, as tokio-uring and monoio do. Dropped early (its
+//! task timed out, its client left), it asks the kernel to cancel, and its slot keeps the
+//! memory until the cancelled completion comes back.
 //!
-//! One ring per thread, as chapter 8 had one epoll per thread: [`turn`] is the loop's
-//! wait, one `io_uring_enter` that submits everything the tasks asked for since the last
-//! turn and reaps everything that finished.
+//! One ring per thread, as chapter 8 had one epoll per thread; [`turn`] is the loop's
+//! wait, one `io_uring_enter` that submits what the tasks asked for and reaps what finished.
 
 use std::any::Any;
 use std::cell::RefCell;
@@ -100,8 +98,7 @@ fn with<T>(f: impl FnOnce(&mut Proactor) -> T) -> T {
     PROACTOR.with(|cell| f(cell.borrow_mut().as_mut().expect("proactor::start ran on this thread")))
 }
 
-/// The self-pipe that wakes this thread's loop from its wait: a task's waker rings it
-/// when it is woken from another thread (see `executor.rs`).
+/// Wakes this thread's loop from its wait: wakers on other threads ring it (`executor.rs`).
 pub fn doorbell() -> Arc<SelfPipe> {
     with(|proactor| proactor.doorbell.clone())
 }
@@ -109,19 +106,17 @@ pub fn doorbell() -> Arc<SelfPipe> {
 
 // ANCHOR: start
 impl Proactor {
-    /// Queues `entry`, with the memory it may use, and a `timer` linked after it
-    /// (`LINK_TIMEOUT`), if any, which cancels it once its time has passed. The kernel
-    /// keeps that timer with the entry, and drops it when the entry completes first: no
-    /// cancel of ours, and no list of timers walked.
+    /// Queues `entry`, with the memory it may use, and a `timer` linked after it, if any
+    /// (`LINK_TIMEOUT`): the kernel cancels the entry once it has passed, or drops it when
+    /// the entry completes first. No cancel of ours, and no list of timers walked.
     fn queue(
         &mut self, entry: io_uring_sqe, timer: Option<io_uring_sqe>, owned: Box<dyn Any>,
     ) -> u64 {
         let user_data = self.next;
         self.next += 1;
         let entry = io_uring_sqe { user_data, ..entry };
-        // SAFETY: the entries point into `owned` (the promise of `submit`), which stays in
-        // its slot, at the same address, until the entry's completion. A chain goes in one
-        // push.
+        // SAFETY: the entries point into `owned` (the promise of `submit`), which stays put
+        // in its slot until the entry's completion. A chain goes in one push.
         let pushed = unsafe {
             match timer {
                 None => self.ring.push(&[entry]),
@@ -139,9 +134,8 @@ impl Proactor {
         user_data
     }
 
-    /// Its future was dropped: the kernel is done with the memory (it is handed back, to
-    /// be freed, with a descriptor made for nobody, to be closed), or else asked to
-    /// cancel, and the memory kept until the completion.
+    /// Its future was dropped: a done operation's slot comes back, to be freed (with a
+    /// descriptor made for nobody, to be closed); else the kernel is asked to cancel it.
     fn abandon(&mut self, user_data: u64) -> Option<(Slot, Option<OwnedFd>)> {
         let slot = self.slots.get_mut(&user_data)?;
         if let State::Done(res) = slot.state {
@@ -159,8 +153,7 @@ impl Proactor {
         None
     }
 
-    /// Keeps a poll of the doorbell in the ring: rung, it completes, and `turn` empties the
-    /// pipe and calls this again.
+    /// Keeps a poll of the doorbell in the ring (rung, it completes, and `turn` renews it).
     fn watch_doorbell(&mut self) -> io::Result<()> {
         let fd = self.doorbell.as_fd().as_raw_fd();
         let poll = io_uring_sqe::new(IORING_OP_POLL_ADD, fd, std::ptr::null(), 0);
@@ -172,9 +165,8 @@ impl Proactor {
 // ANCHOR_END: start
 
 // ANCHOR: turn
-/// The loop's wait: submits every entry queued since the last turn, waits until an
-/// operation completes or `timeout` passes (`None`: no limit), reaps every completion,
-/// and wakes the tasks they belong to. One system call, however many operations.
+/// The loop's wait: submits what was queued since the last turn, waits until an operation
+/// completes or `timeout` passes, and wakes the tasks of every completion. One system call.
 pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
     let (mut freed, mut orphans) = (Vec::new(), Vec::new());
     let mut woken = with(|proactor| -> io::Result<Vec<Waker>> {
@@ -211,11 +203,10 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
     Ok(())
 }
 
-/// Ends this thread's ring, once its tasks are gone: each operation they had in flight
-/// asked to be cancelled, and those cancels are only queued. So, as tokio-uring's driver
-/// does, turn until every operation has completed (its memory freed, a descriptor it held
-/// closed: left open, a listener would take clients nobody answers until the process
-/// exits), or `bound` has passed; then drop the ring.
+/// Ends this thread's ring once its tasks are gone. Their operations' cancels are only
+/// queued, so, as tokio-uring's driver does, it turns until every operation has completed
+/// (its memory freed, its descriptor closed: an open listener would take clients nobody
+/// answers until the process exits) or `bound` has passed; then drops the ring.
 pub fn finish(bound: Duration) {
     let deadline = Instant::now() + bound;
     while with(|proactor| !proactor.slots.is_empty()) {
@@ -227,9 +218,8 @@ pub fn finish(bound: Duration) {
     PROACTOR.with(|cell| drop(cell.take()));
 }
 
-/// What is still in flight when the ring goes (past `finish`'s bound): the kernel cancels
-/// it as the ring closes, but may write into its memory until then. So that memory is
-/// leaked, never freed: at the end of a loop, the lesser harm.
+/// Past `finish`'s bound, the kernel may write into what is still in flight until the
+/// ring closes: that memory is leaked, never freed, at a loop's end the lesser harm.
 impl Drop for Proactor {
     fn drop(&mut self) {
         std::mem::take(&mut self.slots).into_values().for_each(|slot| std::mem::forget(slot.owned));
@@ -298,8 +288,8 @@ impl<T: 'static> Future for Op<T> {
 impl<T> Drop for Op<T> {
     fn drop(&mut self) {
         if !self.finished {
-            // try_with: at a thread's end, the proactor may have gone first. The slot it
-            // hands back is freed here, once the proactor is no longer borrowed.
+            // try_with: at a thread's end, the proactor may be gone. What `abandon` hands
+            // back is freed here, after the borrow.
             let _ = PROACTOR.try_with(|cell| {
                 cell.borrow_mut().as_mut().and_then(|proactor| proactor.abandon(self.user_data))
             });

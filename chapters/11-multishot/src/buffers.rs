@@ -1,13 +1,7 @@
-//! New in chapter 11: buffers the kernel picks from, a provided-buffer ring (Linux 5.19).
-//!
-//! The loop lends the kernel a pool of buffers up front, in a ring shared as the submission
-//! ring is: we write a buffer's address and number at the tail, and move the tail
-//! (`Release`). The kernel takes one from the head only when bytes arrive for a receive
-//! that asked for one (`IOSQE_BUFFER_SELECT`), and names it in the completion
-//! (`IORING_CQE_F_BUFFER`, the number in the flags' top 16 bits): so a receive waits in the
-//! ring holding nothing. Each buffer comes back to us exactly once, in a completion, and
-//! goes back to the kernel exactly once, by [`BufferRing::give_back`]. With none left, a
-//! receive ends with `ENOBUFS`; its bytes stay in the socket, for a plain `recv` (`read_to`).
+//! New in chapter 11: buffers the kernel picks from, a provided-buffer ring (Linux 5.19),
+//! shared like the submission ring: we write an entry at the tail, then move the tail
+//! (`Release`). The kernel takes one only when bytes arrive for a receive that asks, so a
+//! waiting receive holds none. A buffer comes to us once, and goes back once.
 
 #![allow(non_camel_case_types)] // the header's names, so that a reader can find them there
 
@@ -18,18 +12,13 @@ use std::sync::atomic::{AtomicU16, Ordering::Release};
 use crate::ring::{Ring, IORING_CQE_BUFFER_SHIFT, IORING_REGISTER_PBUF_RING};
 
 // ANCHOR: ring
-/// The buffer group the receives name (`buf_group`): this ring's.
-pub const GROUP: u16 = 0;
-/// How many buffers, and how big: 1 MiB a loop, shared by all its connections. A buffer
-/// is held from its completion until its task copies it out: the same turn, when the task
-/// is reading; a task that is not has its receive stopped (the proactor's `HELD_AT_MOST`).
-pub const COUNT: usize = 256;
+pub const GROUP: u16 = 0; // the buffer group the receives name (`buf_group`): this ring's
+pub const COUNT: usize = 256; // how many buffers, and how big: 1 MiB a loop, shared by all
 pub const SIZE: usize = 4096;
 
-/// One entry of the ring, as `<linux/io_uring.h>` has it. The ring's tail shares the
-/// first entry's `resv`: so `resv` is never written here.
+/// One entry, as `<linux/io_uring.h>` has it; the first entry's `resv` is the ring's tail.
 #[repr(C)]
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 struct io_uring_buf {
     addr: u64,
     len: u32,
@@ -47,38 +36,28 @@ struct io_uring_buf_reg {
     resv: [u64; 3],
 }
 
-/// The ring's memory: one page (256 entries of 16 bytes), page-aligned as the kernel asks.
-#[repr(C, align(4096))]
-struct Entries([io_uring_buf; COUNT]);
+#[repr(C, align(4096))] // page-aligned, as the kernel asks
+struct Entries([io_uring_buf; COUNT]); // the ring's memory: one page, 256 entries of 16 bytes
 
 /// The ring, and the buffers its entries point into.
 pub struct BufferRing {
-    /// Both only ever reached through raw pointers: the kernel reads the one and writes
-    /// into the other while we run, which no Rust reference may see happen.
+    /// Raw pointers only: the kernel reads the one and writes the other while we run.
     entries: NonNull<Entries>,
     buffers: NonNull<[u8]>,
-    /// Our copy of the tail: only we write it.
-    pub(crate) tail: u16,
+    pub(crate) tail: u16, // our copy of the tail: only we write it
 }
 
 impl BufferRing {
-    /// Makes the buffers, hands every one to the kernel, and registers the ring with `ring`.
-    /// It must then live as long as `ring` (the proactor keeps both).
+    /// Makes the buffers, hands them all to the kernel, and registers the ring with `ring`.
     pub fn new(ring: &Ring) -> io::Result<BufferRing> {
-        let empty = io_uring_buf { addr: 0, len: 0, bid: 0, resv: 0 };
-        let entries = NonNull::from(Box::leak(Box::new(Entries([empty; COUNT]))));
+        let entries = NonNull::from(Box::leak(Box::new(Entries([Default::default(); COUNT]))));
         let buffers = NonNull::from(Box::leak(vec![0u8; COUNT * SIZE].into_boxed_slice()));
         let mut buffers = BufferRing { entries, buffers, tail: 0 };
         (0..COUNT as u16).for_each(|id| buffers.give_back(id));
-        let register = io_uring_buf_reg {
-            ring_addr: entries.as_ptr() as u64,
-            ring_entries: COUNT as u32,
-            bgid: GROUP,
-            flags: 0,
-            resv: [0; 3],
-        };
+        let (ring_addr, ring_entries) = (entries.as_ptr() as u64, COUNT as u32);
+        let reg = io_uring_buf_reg { ring_addr, ring_entries, bgid: GROUP, flags: 0, resv: [0; 3] };
         // SAFETY: the ring's memory lives as long as `self`, which lives as long as `ring`.
-        unsafe { ring.register(IORING_REGISTER_PBUF_RING, &register) }.map_err(|error| {
+        unsafe { ring.register(IORING_REGISTER_PBUF_RING, &reg) }.map_err(|error| {
             let why = format!("provided-buffer rings need Linux 5.19 ({error})");
             io::Error::new(io::ErrorKind::Unsupported, format!("io_uring is not available: {why}"))
         })?;
@@ -93,10 +72,8 @@ impl BufferRing {
     /// Copies the first `len` bytes of buffer `id` out to `to`, then gives it back.
     pub fn take(&mut self, id: u16, len: usize, to: impl FnOnce(&[u8])) {
         let start = self.buffers.as_ptr().cast::<u8>().wrapping_add(usize::from(id) * SIZE);
-        // SAFETY: the kernel wrote these bytes before the completion that named the buffer
-        // (read after an `Acquire` of the completion tail), and writes into it no more until
-        // it is given back, just below. The slice covers this buffer only: the kernel may
-        // be writing into the others.
+        // SAFETY: the kernel wrote these bytes before the completion naming the buffer (read
+        // after an `Acquire`), and no more until it is given back below; the others it may.
         to(unsafe { std::slice::from_raw_parts(start, len.min(SIZE)) });
         self.give_back(id);
     }
@@ -123,11 +100,9 @@ impl BufferRing {
 
 impl Drop for BufferRing {
     fn drop(&mut self) {
-        // SAFETY: our own allocations, from `new`; the proactor drops this only once the
-        // ring has nothing in flight that could still write into a buffer.
-        drop(unsafe {
-            (Box::from_raw(self.entries.as_ptr()), Box::from_raw(self.buffers.as_ptr()))
-        });
+        // SAFETY: our own allocations (`new`), dropped once nothing in flight can write into them.
+        let (entries, buffers) = (self.entries.as_ptr(), self.buffers.as_ptr());
+        drop(unsafe { (Box::from_raw(entries), Box::from_raw(buffers)) });
     }
 }
 

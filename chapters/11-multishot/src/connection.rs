@@ -152,8 +152,7 @@ impl Client {
     /// its place in line, its connection to the upstream. A client that only shut its
     /// sending side (end-of-file) may still want its answers: we stop reading, and wait on.
     ///
-    /// New in chapter 11: the receive races the wait again, as in chapter 9. A multishot
-    /// receive's completions wait in its slot: a `read_to` that loses the race loses none.
+    /// New in chapter 11: the receive races the wait again (a dropped `read_to` loses none).
     async fn listening<T>(&mut self, wait: impl Future<Output = T>) -> io::Result<T> {
         let (stream, received) = (&self.stream, &mut self.received);
         let listen = async {
@@ -164,8 +163,7 @@ impl Client {
                     Err(error) => return error,
                 }
             }
-            // Reading no more (too much is queued, or the client half-closed): only the
-            // wait, or the client leaving for good (a reset), can end it now.
+            // Reading no more (too much queued, or half-closed): only the wait or a reset ends it.
             stream.stop_receiving();
             stream.departed().await
         };
@@ -177,8 +175,7 @@ impl Client {
     // ANCHOR_END: listening
 
     // ANCHOR: send_file
-    /// Sends a file's body, `length` bytes. New: from the file into the download's pipe,
-    /// and from the pipe to the socket, a pipe's worth at a time: no byte of it is ours.
+    /// Sends a file's body, `length` bytes. New: spliced through the download's pipe, never ours.
     async fn send_file(
         &mut self, download: Download, length: u64, server: &Server,
     ) -> io::Result<()> {
@@ -195,14 +192,12 @@ impl Client {
             let mut left = moved; // out of the pipe, as fast as the client takes it
             while left > 0 {
                 let (pipe, socket) = (download.pipe.reader.clone(), self.stream.shared());
-                // The socket does not block (see `accepts`): a splice takes what fits, and
-                // a full socket is waited for here, within the send timeout, as in chapter 9.
+                // A full socket says `EAGAIN` (`accepts`): waited for within the send timeout.
                 match fs::splice(pipe, None, socket, left).await {
                     Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                     Ok(sent) => left -= sent,
                     Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                        let limit = Some(server.config.send_timeout);
-                        self.stream.ready(POLLOUT, limit).await?;
+                        self.stream.ready(POLLOUT, Some(server.config.send_timeout)).await?
                     }
                     Err(error) => return Err(error),
                 }
@@ -277,9 +272,8 @@ impl Client {
         self.send_all(out, server).await.map(drop)
     }
 
-    /// Sends all of `bytes`, and gives them back. They go to the kernel and come back with
-    /// each send (if this is dropped, they do not: but then the connection is over), and
-    /// so does the time limit, the send timeout, as a timer linked to the send.
+    /// Sends all of `bytes` and gives them back: they go to the kernel with each send (and
+    /// are lost if this is dropped, with the connection), its timeout a linked timer.
     async fn send_all<B: Deref<Target = [u8]> + 'static>(
         &mut self, mut bytes: B, server: &Server,
     ) -> io::Result<B> {

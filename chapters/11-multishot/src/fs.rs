@@ -1,17 +1,13 @@
-//! Files through the ring: opening is an operation, and the kernel does the blocking part
-//! (a slow disk) on workers of its own. Chapters 6 to 9 needed a thread pool of ours for
-//! it; here it is gone. `--fs-delay-ms` is a sleep before each open and each read: the
-//! slow disk, still simulated with no thread of ours.
-//!
-//! New in chapter 11: a file's bytes never come to us. They go from the file into a pipe,
-//! and from the pipe to the socket, by `splice` (`IORING_OP_SPLICE`), as nginx's `sendfile`
-//! sends them: the kernel hands on references to the page cache's pages, and copies none
-//! into a buffer of ours. A download holds a pipe, and no memory of ours.
+//! Files through the ring: opening and reading are operations, and the kernel does the
+//! blocking part (a slow disk) on workers of its own, where chapters 6 to 9 had a thread
+//! pool of ours. `--fs-delay-ms` sleeps before each open and each read. New in chapter 11:
+//! `splice` moves a file's bytes into a pipe and from the pipe to the socket, as nginx's
+//! `sendfile` does, passing on the page cache's pages: not one byte comes to us.
 
 use std::ffi::CString;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -36,13 +32,12 @@ pub struct Files {
 }
 
 impl Files {
-    /// `delay` is `--fs-delay-ms`, the simulated slow disk.
     pub fn new(root: &Path, delay: Duration) -> io::Result<Files> {
         Ok(Files { root: File::open(root)?, delay })
     }
 
-    /// Opens `relative` under the root, with a pipe to send it through; the file's length
-    /// comes with it. `O_NONBLOCK`: were it a FIFO, opening it must not wait for a writer.
+    /// Opens `relative` under the root, with a pipe to send it through; the file's length comes
+    /// with it. `O_NONBLOCK`: were it a FIFO, opening it must not wait for a writer.
     pub async fn open(&self, relative: PathBuf) -> Result<(Download, u64), Response> {
         let flags = (libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC) as u64;
         // `openat2`'s `struct open_how { flags, mode, resolve }` (`<linux/openat2.h>`). With
@@ -51,8 +46,7 @@ impl Files {
         let path = CString::new(relative.as_os_str().as_bytes()).map_err(|_| not_a_file())?;
         let root = self.root.as_raw_fd(); // lives as long as `self`, and so as the operation
         self.slow_disk().await;
-        // SAFETY: the entry points into the path's and the `open_how`'s heap blocks, which
-        // the operation owns.
+        // SAFETY: the entry points into the path's and `how`'s heap blocks, which the op owns.
         let open = unsafe {
             submit((path, how), None, |(path, how)| {
                 let entry = io_uring_sqe::new(IORING_OP_OPENAT2, root, path.as_ptr().cast(), 24);
@@ -77,16 +71,13 @@ impl Files {
         Ok((Download { file: Rc::new(file), pipe }, status.st_size as u64))
     }
 
-    /// Moves the next `len` bytes of a download's file, from `offset`, into its pipe: the
-    /// disk's part of a download (the slow disk's delay first).
+    /// Moves the next `len` bytes of a download's file, from `offset`, into its pipe.
     pub async fn read(&self, download: &Download, offset: u64, len: usize) -> io::Result<usize> {
         self.slow_disk().await;
-        let (file, pipe) = (download.file.clone(), download.pipe.writer.clone());
-        splice(file, Some(offset), pipe, len).await
+        splice(download.file.clone(), Some(offset), download.pipe.writer.clone(), len).await
     }
 
-    /// `--fs-delay-ms`: a sleep on the loop's timers, as `/sleep`'s. (It could be a timer
-    /// in the ring, linked before the operation: see the exercises.)
+    /// `--fs-delay-ms`: a sleep on the loop's timers (or a linked timer: see the exercises).
     async fn slow_disk(&self) {
         if !self.delay.is_zero() {
             sleep(self.delay).await;
@@ -106,10 +97,7 @@ pub struct Download {
 pub struct Pipe {
     pub reader: Rc<OwnedFd>,
     writer: Rc<OwnedFd>,
-    /// How many bytes it holds: 1 MiB where the kernel allows it (`F_SETPIPE_SZ`), so that
-    /// a download is a few splices, not hundreds; else what it has (`F_GETPIPE_SZ`: 64 KiB,
-    /// or a page or two for a user past the kernel's quota of pipe memory).
-    pub size: usize,
+    pub size: usize, // 1 MiB where allowed (`F_SETPIPE_SZ`), else what it has (`F_GETPIPE_SZ`)
 }
 
 impl Pipe {
@@ -123,17 +111,16 @@ impl Pipe {
 
 /// Moves up to `len` bytes from `from` (a file, at `offset`; or a pipe: `None`) to `to`,
 /// one of the two a pipe: `IORING_OP_SPLICE`, carried out by the kernel's own workers.
-pub async fn splice<F: AsFd + 'static, T: AsFd + 'static>(
+pub async fn splice<F: AsRawFd + 'static, T: AsRawFd + 'static>(
     from: Rc<F>, offset: Option<u64>, to: Rc<T>, len: usize,
 ) -> io::Result<usize> {
     // SAFETY: a splice points at no memory; the operation keeps both descriptors open.
     let splice = unsafe {
         submit((from, to), None, |(from, to)| {
-            let (to, from) = (to.as_fd().as_raw_fd(), from.as_fd().as_raw_fd());
+            let (to, from) = (to.as_raw_fd(), from.as_raw_fd());
             let entry = io_uring_sqe::new(IORING_OP_SPLICE, to, std::ptr::null(), len as u32);
-            // -1 (`u64::MAX`): no offset, for a pipe or a socket.
-            let addr = offset.unwrap_or(u64::MAX); // the offset to read `from` at
-            io_uring_sqe { addr, off: u64::MAX, splice_fd_in: from, ..entry }
+            let addr = offset.unwrap_or(u64::MAX); // where `from` is read; -1: none (a pipe)
+            io_uring_sqe { addr, off: u64::MAX, splice_fd_in: from, ..entry } // `to`: no offset
         })
     };
     splice.await.0.map(|count| count as usize)

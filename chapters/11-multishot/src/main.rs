@@ -1,13 +1,8 @@
 //! Chapter 11: the ring made to pay.
 //!
-//! Chapter 10's server, with the features that make networking on io_uring cheaper than
-//! readiness, the ones liburing's examples, monoio and tokio-uring use. One multishot
-//! receive per connection, into buffers the kernel picks from a ring of them
-//! (`buffers.rs`), instead of a poll and a receive per request; one multishot accept per
-//! loop; sends that wait in the ring, with a timer, only when the socket is full;
-//! operations in a slab of reused slots, so that one costs no allocation
-//! (`proactor.rs`); and files that go to the client through a pipe, by `splice`, the way
-//! nginx's `sendfile` sends them, their bytes never ours (`fs.rs`).
+//! Chapter 10's server, with what liburing's examples, monoio and tokio-uring use: multishot
+//! receives into buffers the kernel picks (`buffers.rs`), one multishot accept, sends that
+//! wait only for a full socket, reused slots (`proactor.rs`), and `splice` (`fs.rs`).
 
 mod buffers;
 mod connection;
@@ -23,7 +18,6 @@ mod timers;
 mod upstream;
 
 use std::cell::RefCell;
-use std::future::poll_fn;
 use std::io;
 use std::net::TcpListener;
 use std::os::fd::AsRawFd;
@@ -190,8 +184,7 @@ fn run_loop(
         counters.loop_turns.store(executor::turns(), Ordering::Relaxed);
         counters.timers_pending.store(time::pending() as u64, Ordering::Relaxed);
     };
-    // New: the tasks go, their operations ask to be cancelled, and the ring takes the
-    // cancels: the listener closes now, not at the process's exit (see `finish`).
+    // New: the tasks go, the ring takes their operations' cancels, the listener closes.
     drop(executor);
     proactor::finish(Duration::from_secs(1));
     open
@@ -256,11 +249,10 @@ fn bind(host: &str, port: u16) -> io::Result<TcpListener> {
 // ANCHOR: accept
 /// The listener's task: accepts clients, a task for each, until the server shuts down.
 async fn accept(listener: Async<TcpListener>, server: Rc<Server>) {
-    // New: one multishot accept, a completion a client (as many a turn as came), armed
-    // again whenever it ends.
+    // New: one multishot accept, a completion a client, armed again whenever it ends.
     let mut accepts = listener.accepts();
     loop {
-        let next = poll_fn(|cx| accepts.poll_next(cx));
+        let next = std::future::poll_fn(|cx| accepts.poll_next(cx));
         let accepted = match race(next, server.shutdown.wait()).await {
             Winner::First(Some(completion)) => net::accepted(completion),
             Winner::First(None) => {

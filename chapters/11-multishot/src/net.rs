@@ -3,13 +3,11 @@
 //! Chapter 9 tried each call and, at `EAGAIN`, waited for readiness. Here a receive, a
 //! send, an accept is an operation the kernel carries out, and the task waits for its
 //! completion (`proactor.rs`). The socket is shared (`Rc`) with every operation using it:
-//! closed while an entry naming it waits in the ring, its number would be reused by the
-//! next `accept`, and the entry would act on someone else's socket.
+//! closed under a waiting entry, its number could go to the next client, and the entry act
+//! on that client's socket.
 //!
-//! New in chapter 11: one multishot receive serves a connection while it is read, picking
-//! a provided buffer (`buffers.rs`) only when bytes arrive: an idle client holds none, and
-//! there is no poll before each receive (chapter 10's two entries a request are one, made
-//! once). And a send first tries without waiting, so it needs a timer only if it must wait.
+//! New in chapter 11: one multishot receive per connection, into a provided buffer
+//! (`buffers.rs`) only when bytes arrive, with no poll first; and sends that try first.
 
 use std::cell::Cell;
 use std::future::poll_fn;
@@ -30,16 +28,16 @@ use shared::upstream;
 use crate::buffers::GROUP;
 use crate::proactor::{self, submit, Completion, Op};
 use crate::ring::IOSQE_BUFFER_SELECT;
-use crate::ring::{io_uring_sqe, IORING_ACCEPT_MULTISHOT, IORING_CQE_F_BUFFER, IORING_OP_ACCEPT};
-use crate::ring::{IORING_OP_POLL_ADD, IORING_OP_RECV, IORING_OP_SEND, IORING_RECV_MULTISHOT};
+use crate::ring::{
+    io_uring_sqe, IORING_OP_ACCEPT, IORING_OP_POLL_ADD, IORING_OP_RECV, IORING_OP_SEND,
+};
+use crate::ring::{IORING_ACCEPT_MULTISHOT, IORING_CQE_F_BUFFER, IORING_RECV_MULTISHOT};
 
 // ANCHOR: async
 /// A descriptor that operations in the ring may use, shared with them.
 pub struct Async<T: AsFd + 'static> {
     inner: Rc<T>,
-    /// New: a stream's multishot receive, armed by the first `read_to` and again whenever
-    /// it ends (its buffers ran out, say); its completions wait in its slot meanwhile.
-    receiving: Cell<Option<Op<Rc<T>>>>,
+    receiving: Cell<Option<Op<Rc<T>>>>, // new: a stream's multishot receive, armed by `read_to`
 }
 
 impl<T: AsFd + 'static> Async<T> {
@@ -56,8 +54,8 @@ impl<T: AsFd + 'static> Async<T> {
         self.inner.clone()
     }
 
-    /// Waits until the descriptor is ready for `events`: readiness, as an operation. Past
-    /// `limit` (if any), `TimedOut`.
+    /// Waits until the descriptor is ready for `events`: readiness, as an operation.
+    /// Past `limit` (if any), `TimedOut`.
     pub async fn ready(&self, events: i16, limit: Option<Duration>) -> io::Result<()> {
         // SAFETY: a poll points at no memory; the operation keeps the descriptor open.
         let poll = unsafe {
@@ -70,9 +68,7 @@ impl<T: AsFd + 'static> Async<T> {
         poll.await.0.map(drop).map_err(timed_out)
     }
 
-    /// For what has no operation of its own (emptying a pipe, a receive with no buffer
-    /// left): runs `call` until it does not say `EAGAIN`, waiting until the descriptor is
-    /// readable before each try.
+    /// For a call with no operation of its own (emptying a pipe): readiness at `EAGAIN`.
     pub async fn read_with<R>(&self, mut call: impl FnMut(&T) -> io::Result<R>) -> io::Result<R> {
         loop {
             match call(&self.inner) {
@@ -89,11 +85,9 @@ impl<T: AsFd + 'static> Async<T> {
 // ANCHOR: stream
 // ANCHOR: accepts
 impl Async<TcpListener> {
-    /// New: a multishot accept (`IORING_ACCEPT_MULTISHOT`): one entry accepts client after
-    /// client, a completion each, until it ends (see [`accepted`]).
+    /// New: a multishot accept, one entry for client after client (see [`accepted`]).
     pub fn accepts(&self) -> Op<Rc<TcpListener>> {
-        // SAFETY: no address is asked for (the pointers are null); the operation keeps the
-        // listener open.
+        // SAFETY: no address is asked for (null pointers); the op keeps the listener open.
         unsafe {
             submit(self.inner.clone(), None, |listener| {
                 let entry =
@@ -133,7 +127,7 @@ impl Async<TcpStream> {
     /// Dropped before it is ready, it loses nothing: what comes waits in the receive's slot.
     pub async fn read_to(&self, buffer: &mut Buffer) -> io::Result<usize> {
         loop {
-            let Completion { res, flags } = poll_fn(|cx| loop {
+            let completion = poll_fn(|cx| loop {
                 let mut receiving = self.receiving.take().unwrap_or_else(|| self.arm_receive());
                 let next = receiving.poll_next(cx);
                 self.receiving.set(Some(receiving));
@@ -143,18 +137,15 @@ impl Async<TcpStream> {
                 }
             })
             .await;
-            if flags & IORING_CQE_F_BUFFER != 0 {
-                proactor::take_bytes(Completion { res, flags }, buffer);
+            if completion.flags & IORING_CQE_F_BUFFER != 0 {
+                proactor::take_bytes(completion, buffer);
             }
-            return match res {
-                // No buffer was left (other tasks hold them): we receive into our own memory,
-                // waiting for readiness if nothing has come yet. Arming the receive again and
-                // again until a buffer comes back would spin the loop.
-                _ if res == -libc::ENOBUFS => self.receive_without_a_buffer(buffer).await,
-                // It was stopped (`stop_receiving`, or it held too many buffers untaken):
-                // now it is wanted again.
-                _ if res == -libc::ECANCELED => continue,
-                _ if res < 0 => Err(io::Error::from_raw_os_error(-res)),
+            return match completion.res {
+                // No buffer left: a plain `recv` (arming again at once would spin the loop).
+                res if res == -libc::ENOBUFS => self.receive_without_a_buffer(buffer).await,
+                // Stopped (`stop_receiving`, or too many buffers untaken): wanted again now.
+                res if res == -libc::ECANCELED => continue,
+                res if res < 0 => Err(io::Error::from_raw_os_error(-res)),
                 count => Ok(count as usize),
             };
         }
@@ -171,8 +162,7 @@ impl Async<TcpStream> {
         .await
     }
 
-    /// A multishot receive (`IORING_RECV_MULTISHOT`) that picks its buffers from the loop's
-    /// (`IOSQE_BUFFER_SELECT`, `buf_group`): it completes each time bytes arrive.
+    /// A multishot receive (`IORING_RECV_MULTISHOT`) into buffers the kernel picks for it.
     fn arm_receive(&self) -> Op<Rc<TcpStream>> {
         // SAFETY: the entry points at no memory of ours: the kernel picks a provided buffer.
         unsafe {
@@ -185,9 +175,7 @@ impl Async<TcpStream> {
         }
     }
 
-    /// Receives no more for now (too much is queued): the kernel is asked to end the
-    /// multishot receive, and the bytes stay in the socket, pushing back on the client.
-    /// What came before the cancel landed still comes to `read_to`.
+    /// Receives no more for now (too much is queued): the bytes wait in the socket, pushing back.
     pub fn stop_receiving(&self) {
         let receiving = self.receiving.take();
         receiving.iter().for_each(Op::cancel);
@@ -209,32 +197,33 @@ impl Async<TcpStream> {
     }
 
     // ANCHOR: send
-    /// Sends `bytes[from..]` (a `Buffer`), or the first part of it, within `limit`: how
-    /// much, and the bytes back. `MSG_NOSIGNAL`: a peer that left gives `EPIPE`, not a
-    /// `SIGPIPE`. New: first without waiting (`MSG_DONTWAIT`), and so without a timer: a
-    /// socket with room, nearly always, takes it. Only a send that would block waits in the
-    /// ring, with the limit linked to it.
+    /// Sends `bytes[from..]`, or its first part, within `limit`: how much, and the bytes
+    /// back. `MSG_NOSIGNAL`: a peer that left gives `EPIPE`, not a `SIGPIPE`.
+    /// New: first with `MSG_DONTWAIT`, no timer; only a send to a full socket waits, timed.
     pub async fn send<B: Deref<Target = [u8]> + 'static>(
-        &self, mut bytes: B, from: usize, limit: Option<Duration>,
+        &self, bytes: B, from: usize, limit: Option<Duration>,
     ) -> (io::Result<usize>, B) {
-        for (limit, flags) in [(None, libc::MSG_DONTWAIT), (limit, 0)] {
-            // SAFETY: the entry points into the bytes' heap block, which the operation owns.
-            let send = unsafe {
-                submit((self.inner.clone(), bytes), limit, |(stream, bytes)| {
-                    let (fd, rest) = (stream.as_raw_fd(), &bytes[from..]);
-                    let entry =
-                        io_uring_sqe::new(IORING_OP_SEND, fd, rest.as_ptr(), rest.len() as u32);
-                    entry.with((libc::MSG_NOSIGNAL | flags) as u32, 0)
-                })
-            };
-            let sent;
-            (sent, (_, bytes)) = send.await;
-            match sent {
-                Err(error) if error.kind() == io::ErrorKind::WouldBlock && flags != 0 => {}
-                sent => return (sent.map(|count| count as usize).map_err(timed_out), bytes),
+        match self.send_once(bytes, from, None, libc::MSG_DONTWAIT).await {
+            (Err(error), bytes) if error.kind() == io::ErrorKind::WouldBlock => {
+                self.send_once(bytes, from, limit, 0).await
             }
+            sent => sent,
         }
-        unreachable!("the second try returns, whatever it says")
+    }
+
+    async fn send_once<B: Deref<Target = [u8]> + 'static>(
+        &self, bytes: B, from: usize, limit: Option<Duration>, flags: i32,
+    ) -> (io::Result<usize>, B) {
+        // SAFETY: the entry points into the bytes' heap block, which the operation owns.
+        let send = unsafe {
+            submit((self.inner.clone(), bytes), limit, |(stream, bytes)| {
+                let (fd, rest) = (stream.as_raw_fd(), &bytes[from..]);
+                let entry = io_uring_sqe::new(IORING_OP_SEND, fd, rest.as_ptr(), rest.len() as u32);
+                entry.with((libc::MSG_NOSIGNAL | flags) as u32, 0)
+            })
+        };
+        let (sent, (_, bytes)) = send.await;
+        (sent.map(|count| count as usize).map_err(timed_out), bytes)
     }
     // ANCHOR_END: send
 

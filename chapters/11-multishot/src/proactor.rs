@@ -1,22 +1,16 @@
-//! The proactor: chapter 9's reactor, for completion instead of readiness (chapter 10's).
+//! The proactor: chapter 9's reactor, for completion instead of readiness.
 //!
-//! A task submits an operation (an entry in the ring, `ring.rs`), and its completion wakes
-//! it. Until then the kernel may write into the operation's memory, whatever became of the
-//! task: so an operation owns that memory (a buffer, a path, the socket) and gives it back
-//! with the result, as tokio-uring and monoio do; one dropped early is cancelled, and its
-//! slot keeps the memory until the last completion.
+//! A reactor says "you may read now", and the task reads. A proactor is asked "read into
+//! this buffer" (an operation: an entry in the ring, `ring.rs`), does it, and its
+//! completion, "done: N bytes", wakes the task. Until then the kernel may write into the
+//! buffer at any moment, whatever became of the task. So an operation takes the memory the
+//! kernel uses by value (a buffer, a path, the socket itself) and gives it back with the
+//! result, as tokio-uring and monoio do; dropped early, it is cancelled, and its slot keeps
+//! the memory until the last completion. New in chapter 11: multishot entries, a slab of
+//! reused slots (an operation allocates nothing), and the provided buffers (`buffers.rs`).
 //!
-//! New in chapter 11: an entry may complete many times. A multishot receive or accept
-//! completes once for each arrival, saying `IORING_CQE_F_MORE` while it stays armed; its
-//! completions wait in its slot, in order, until its task takes them. The slots are a slab,
-//! reused: `user_data` names a slot and which use of it, and an operation costs no
-//! allocation (chapter 10 boxed its memory and kept a map entry for it): its memory stays
-//! in its future, boxed into the slot only if that future is dropped early. And the loop's
-//! provided buffers (`buffers.rs`) live here, with the ring they are registered to.
-//!
-//! One ring per thread, as chapter 8 had one epoll per thread: [`turn`] is the loop's
-//! wait, one `io_uring_enter` that submits everything the tasks asked for since the last
-//! turn and reaps everything that finished.
+//! One ring per thread, as chapter 8 had one epoll per thread; [`turn`] is the loop's
+//! wait, one `io_uring_enter` that submits what the tasks asked for and reaps what finished.
 
 use std::any::Any;
 use std::cell::RefCell;
@@ -38,42 +32,30 @@ use shared::self_pipe::SelfPipe;
 use shared::trace;
 
 use crate::buffers::BufferRing;
-use crate::ring::{__kernel_timespec, io_uring_sqe, Ring, IORING_CQE_F_BUFFER, IORING_CQE_F_MORE};
-use crate::ring::{IORING_OP_ACCEPT, IORING_OP_ASYNC_CANCEL, IORING_OP_LINK_TIMEOUT};
-use crate::ring::{IORING_OP_OPENAT2, IORING_OP_POLL_ADD, IOSQE_IO_LINK};
+use crate::ring::IOSQE_IO_LINK;
+use crate::ring::{__kernel_timespec, io_uring_sqe, Ring, IORING_OP_ACCEPT, IORING_OP_OPENAT2};
+use crate::ring::{IORING_CQE_F_BUFFER, IORING_CQE_F_MORE};
+use crate::ring::{IORING_OP_ASYNC_CANCEL, IORING_OP_LINK_TIMEOUT, IORING_OP_POLL_ADD};
 
 // ANCHOR: proactor
-/// One completion: `res`, what the system call would have returned (or `-errno`), and the
-/// flags (`IORING_CQE_F_MORE`, `IORING_CQE_F_BUFFER`).
-#[derive(Clone, Copy, Debug)]
-pub struct Completion {
-    pub res: i32,
-    pub flags: u32,
-}
+/// One completion, as the kernel posts it: `res`, and `flags` (`F_MORE`, `F_BUFFER`).
+pub use crate::ring::io_uring_cqe as Completion;
 
 // ANCHOR: slot
 /// An operation's place, reused from one operation to the next (its queue's room too).
 #[derive(Default)]
 struct Slot {
-    /// The completions its future has not taken yet, oldest first.
-    completions: VecDeque<Completion>,
-    /// The task to wake when one comes (none until the future is first polled).
+    completions: VecDeque<Completion>, // not yet taken by its future, oldest first
     waker: Option<Waker>,
-    /// The kernel will complete it again: not yet completed, or it said `F_MORE`.
-    in_flight: bool,
-    /// Its future is gone: the memory the kernel may still use, freed at the last completion.
-    abandoned: Option<Box<dyn Any>>,
+    in_flight: bool, // the kernel will complete it again: not yet completed, or it said `F_MORE`
+    abandoned: Option<Box<dyn Any>>, // its future is gone: the memory, freed at the last completion
+    generation: u32, // which use of the slot (in `user_data`): a late cancel of an old one misses
+    limit: __kernel_timespec, // a time limit's timespec: it stays put here (a slot is boxed)
     opcode: u8,
-    /// Which use of the slot this is, half of `user_data`: a cancel for an earlier use, come
-    /// after that use ended, never ends a later one (chapter 10 never reused a number).
-    generation: u32,
-    /// A time limit's timespec: here it stays put (a slot is boxed) until the kernel reads it.
-    limit: __kernel_timespec,
 }
 // ANCHOR_END: slot
 
-/// What a completion of an abandoned operation (`opcode`) leaves with nobody: a buffer, to
-/// give back, or a descriptor (an accept, an open), to close.
+/// What an abandoned operation's completion leaves with nobody: a buffer, or a descriptor.
 fn orphan(opcode: u8, completion: Completion, buffers: &mut BufferRing) -> Option<OwnedFd> {
     if completion.flags & IORING_CQE_F_BUFFER != 0 {
         buffers.give_back(BufferRing::id(completion.flags));
@@ -86,25 +68,20 @@ fn orphan(opcode: u8, completion: Completion, buffers: &mut BufferRing) -> Optio
 /// This thread's ring, its operations' slots, and its provided buffers.
 struct Proactor {
     ring: Ring,
-    /// Boxed, so that each stays put (a time limit is in it); `free` names the free ones.
     #[allow(clippy::vec_box)]
-    slots: Vec<Box<Slot>>,
-    free: Vec<u32>,
-    /// Dropped only once nothing is in flight, which could still write into a buffer.
-    buffers: ManuallyDrop<BufferRing>,
+    slots: Vec<Box<Slot>>, // boxed, so that each stays put (a time limit is in it)
+    free: Vec<u32>,                    // the free ones
+    buffers: ManuallyDrop<BufferRing>, // dropped only once nothing in flight may write into one
     /// Wakes the loop from other threads: a poll of it is always in the ring.
     doorbell: Arc<SelfPipe>,
     /// The wakers `turn` takes out, kept to be reused: no allocation, turn after turn.
     woken: Vec<Waker>,
-    /// Receives that held `HELD_AT_MOST` buffers at the last reap (`stop_the_unread`).
-    holding: Vec<u64>,
+    holding: Vec<u64>, // receives that held `HELD_AT_MOST` buffers at the last reap
 }
 
 // ANCHOR: held
-/// How many provided buffers a receive's untaken completions may hold a turn after they
-/// came: its task has run since and not taken them (it waits for a send, say), so it is
-/// stopped, and its client's bytes wait in the socket until it reads again (`read_to`).
-/// A burst within one turn may fill more (the kernel receives up to 32 times in a go).
+/// How many buffers a receive may hold untaken a turn after they came: its task ran since
+/// and did not read (it waits to send, say), so it is stopped; the bytes wait in the socket.
 const HELD_AT_MOST: usize = 4;
 // ANCHOR_END: held
 
@@ -117,9 +94,8 @@ thread_local! {
     static PROACTOR: RefCell<Option<Proactor>> = const { RefCell::new(None) };
 }
 
-/// Makes this thread's ring, with room for `completions` at once (a few per connection
-/// the loop will hold), and its provided buffers. Its error, where there is no io_uring
-/// to be had (or too old a one), says why.
+/// Makes this thread's ring, with room for `completions` at once. Its error, where there
+/// is no io_uring to be had, says why.
 pub fn start(completions: u32) -> io::Result<()> {
     let ring = Ring::new(256, completions.max(256))?; // never fewer than the entries
     let buffers = ManuallyDrop::new(BufferRing::new(&ring)?);
@@ -135,14 +111,12 @@ fn with<T>(f: impl FnOnce(&mut Proactor) -> T) -> T {
     PROACTOR.with(|cell| f(cell.borrow_mut().as_mut().expect("proactor::start ran on this thread")))
 }
 
-/// The self-pipe that wakes this thread's loop from its wait: a task's waker rings it
-/// when it is woken from another thread (see `executor.rs`).
+/// Wakes this thread's loop from its wait: wakers on other threads ring it (`executor.rs`).
 pub fn doorbell() -> Arc<SelfPipe> {
     with(|proactor| proactor.doorbell.clone())
 }
 
-/// New: copies the bytes a receive's completion brought (`IORING_CQE_F_BUFFER`) onto the
-/// end of `to`, and gives their buffer back to the kernel.
+/// New: copies the bytes a receive's completion brought onto `to`, and gives the buffer back.
 pub fn take_bytes(completion: Completion, to: &mut Buffer) {
     let (id, len) = (BufferRing::id(completion.flags), completion.res.max(0) as usize);
     with(|proactor| proactor.buffers.take(id, len, |bytes| to.extend_from_slice(bytes)));
@@ -152,46 +126,42 @@ pub fn take_bytes(completion: Completion, to: &mut Buffer) {
 // ANCHOR: start
 impl Proactor {
     // ANCHOR: queue
-    /// Queues `entry` in a free slot; with a `limit`, a timer linked after it
-    /// (`LINK_TIMEOUT`) cancels it once the limit has passed. The kernel keeps that timer
-    /// with the entry, and drops it when the entry completes first: no cancel of ours, and
-    /// no list of timers walked.
+    /// Queues `entry` in a free slot, with a timer linked after it if there is a `limit`
+    /// (`LINK_TIMEOUT`): the kernel cancels the entry once it has passed, or drops it when
+    /// the entry completes first. No cancel of ours, and no list of timers walked.
     fn queue(&mut self, entry: io_uring_sqe, limit: Option<Duration>) -> u64 {
-        let Proactor { ring, slots, free, .. } = self;
-        let index = free.pop().unwrap_or_else(|| {
-            slots.push(Box::default());
-            slots.len() as u32 - 1
+        let index = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(Box::default());
+            self.slots.len() as u32 - 1
         });
-        let slot = &mut slots[index as usize];
+        let slot = &mut self.slots[index as usize];
         slot.generation = slot.generation.wrapping_add(1);
         (slot.in_flight, slot.opcode) = (true, entry.opcode);
         let user_data = u64::from(slot.generation) << 32 | u64::from(index);
         let entry = io_uring_sqe { user_data, ..entry };
-        // SAFETY: the entry points into memory its operation keeps (the promise of
-        // `submit`); the timer, into its slot, which stays put. A chain goes in one push.
+        // SAFETY: the entry points into its operation's memory (`submit`), the timer into its slot.
         let pushed = unsafe {
             match limit {
-                None => ring.push(&[entry]),
+                None => self.ring.push(&[entry]),
                 Some(limit) => {
                     slot.limit = limit.into();
                     let ts = (&raw const slot.limit).cast();
                     let timer = io_uring_sqe::new(IORING_OP_LINK_TIMEOUT, -1, ts, 1);
                     let entry = io_uring_sqe { flags: entry.flags | IOSQE_IO_LINK, ..entry };
-                    ring.push(&[entry, io_uring_sqe { user_data: NOBODY, ..timer }])
+                    self.ring.push(&[entry, io_uring_sqe { user_data: NOBODY, ..timer }])
                 }
             }
         };
         if let Err(error) = pushed {
             let res = -error.raw_os_error().unwrap_or(libc::EIO); // not queued: failed at once
-            (slot.in_flight, slot.completions) =
-                (false, VecDeque::from([Completion { res, flags: 0 }]));
+            slot.completions.push_back(Completion { user_data, res, flags: 0 });
+            slot.in_flight = false;
         }
         user_data
     }
     // ANCHOR_END: queue
 
-    /// Asks the kernel to end the operation `user_data` names: it completes with
-    /// `-ECANCELED` (or its own result), without `F_MORE` if it was a multishot one.
+    /// Asks the kernel to end operation `user_data`: `-ECANCELED` (or its result), no `F_MORE`.
     fn cancel(&mut self, user_data: u64) {
         let cancel = io_uring_sqe::new(IORING_OP_ASYNC_CANCEL, -1, std::ptr::null(), 0);
         let cancel = io_uring_sqe { addr: user_data, user_data: NOBODY, ..cancel };
@@ -200,9 +170,7 @@ impl Proactor {
         let _ = unsafe { self.ring.push(&[cancel]) };
     }
 
-    /// Its future was dropped, with the memory it held: kept in the slot until the kernel
-    /// is done with it, and the operation asked to end; or, done, handed back to be freed,
-    /// with what its untaken completions brought (see `orphan`).
+    /// Its future was dropped: its memory kept and the operation cancelled, or, done, freed.
     fn abandon(
         &mut self, user_data: u64, owned: Box<dyn Any>,
     ) -> (Option<Box<dyn Any>>, Vec<OwnedFd>) {
@@ -212,7 +180,7 @@ impl Proactor {
         let orphans = slot.completions.drain(..).filter_map(|c| orphan(opcode, c, buffers));
         let orphans = orphans.collect();
         if !slot.in_flight {
-            self.release(user_data);
+            self.free.push(user_data as u32);
             return (Some(owned), orphans);
         }
         slot.abandoned = Some(owned);
@@ -220,8 +188,7 @@ impl Proactor {
         (None, orphans)
     }
 
-    /// Stops the receives that held `HELD_AT_MOST` buffers at the last reap and still do:
-    /// their tasks have run since, and did not take them.
+    /// Stops the receives that held `HELD_AT_MOST` buffers at the last reap and still do.
     fn stop_the_unread(&mut self) {
         while let Some(user_data) = self.holding.pop() {
             let slot = &self.slots[user_data as u32 as usize];
@@ -232,14 +199,7 @@ impl Proactor {
         }
     }
 
-    /// The operation `user_data` names is over: its slot is free for another.
-    fn release(&mut self, user_data: u64) {
-        self.slots[user_data as u32 as usize].waker = None;
-        self.free.push(user_data as u32);
-    }
-
-    /// Keeps a poll of the doorbell in the ring: rung, it completes, and `turn` empties the
-    /// pipe and calls this again.
+    /// Keeps a poll of the doorbell in the ring (rung, it completes, and `turn` renews it).
     fn watch_doorbell(&mut self) -> io::Result<()> {
         let fd = self.doorbell.as_fd().as_raw_fd();
         let poll = io_uring_sqe::new(IORING_OP_POLL_ADD, fd, std::ptr::null(), 0);
@@ -251,34 +211,30 @@ impl Proactor {
 // ANCHOR_END: start
 
 // ANCHOR: turn
-/// The loop's wait: submits every entry queued since the last turn, waits until an
-/// operation completes or `timeout` passes (`None`: no limit), reaps every completion,
-/// and wakes the tasks they belong to. One system call, however many operations.
+/// The loop's wait: submits what was queued since the last turn, waits until an operation
+/// completes or `timeout` passes, and wakes the tasks of every completion. One system call.
 pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
     let (mut freed, mut orphans) = (Vec::new(), Vec::new());
     let mut woken = with(|proactor| -> io::Result<Vec<Waker>> {
         proactor.stop_the_unread();
         trace!("io_uring: waiting, timeout {timeout:?}");
         let submitted = proactor.ring.submit_and_wait(timeout)?;
-        let Proactor { ring, slots, free, buffers, woken, holding, .. } = proactor;
-        let mut rung = false;
-        let completed = ring.reap(|entry| {
-            let index = entry.user_data as u32 as usize;
-            let slot = slots.get_mut(index).filter(|slot| {
-                u64::from(slot.generation) == entry.user_data >> 32 && slot.in_flight
-            });
-            let Some(slot) = slot else {
-                rung |= entry.user_data == DOORBELL;
+        let (slots, woken, mut rung) = (&mut proactor.slots, &mut proactor.woken, false);
+        let Proactor { free, buffers, holding, .. } = proactor;
+        let completed = proactor.ring.reap(|completion| {
+            let Some(slot) = slots.get_mut(completion.user_data as u32 as usize).filter(|slot| {
+                u64::from(slot.generation) == completion.user_data >> 32 && slot.in_flight
+            }) else {
+                rung |= completion.user_data == DOORBELL;
                 return;
             };
-            let completion = Completion { res: entry.res, flags: entry.flags };
-            slot.in_flight = entry.flags & IORING_CQE_F_MORE != 0; // more to come?
+            slot.in_flight = completion.flags & IORING_CQE_F_MORE != 0; // more to come?
             if slot.abandoned.is_none() {
                 slot.completions.push_back(completion);
                 woken.extend(slot.waker.take());
                 let held = completion.flags & IORING_CQE_F_BUFFER != 0;
                 if held && slot.in_flight && slot.completions.len() == HELD_AT_MOST {
-                    holding.push(entry.user_data); // if its task does not take them: stop
+                    holding.push(completion.user_data); // if its task does not take them: stop
                 }
                 return;
             }
@@ -286,7 +242,7 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
             orphans.extend(orphan(slot.opcode, completion, buffers));
             if !slot.in_flight {
                 freed.extend(slot.abandoned.take());
-                free.push(index as u32);
+                free.push(completion.user_data as u32);
             }
         })?;
         trace!("io_uring: submitted {submitted}, completed {completed}, one system call");
@@ -303,9 +259,10 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
     Ok(())
 }
 
-/// Ends this thread's ring once its tasks are gone: their operations' cancels are only
-/// queued, so, as tokio-uring's driver does, turn until all have completed (a listener
-/// left open would take clients nobody answers), or `bound` has passed.
+/// Ends this thread's ring once its tasks are gone. Their operations' cancels are only
+/// queued, so, as tokio-uring's driver does, it turns until every operation has completed
+/// (its memory freed, its descriptor closed: an open listener would take clients nobody
+/// answers until the process exits) or `bound` has passed; then drops the ring.
 pub fn finish(bound: Duration) {
     let deadline = Instant::now() + bound;
     while with(|proactor| proactor.slots.iter().any(|slot| slot.in_flight)) {
@@ -317,13 +274,12 @@ pub fn finish(bound: Duration) {
     PROACTOR.with(|cell| drop(cell.take()));
 }
 
-/// What is still in flight when the ring goes (past `finish`'s bound) may be written into
-/// until the ring has closed: its memory, and the buffers, are leaked, the lesser harm.
+/// Past `finish`'s bound, the kernel may write into what is still in flight until the
+/// ring closes: that memory, and the buffers, are leaked, at a loop's end the lesser harm.
 impl Drop for Proactor {
     fn drop(&mut self) {
         let in_flight = self.slots.iter_mut().filter(|slot| slot.in_flight);
-        let leaked = in_flight.map(|slot| std::mem::forget(slot.abandoned.take())).count();
-        if leaked == 0 {
+        if in_flight.map(|slot| std::mem::forget(slot.abandoned.take())).count() == 0 {
             // SAFETY: dropped once, here; nothing in flight can write into a buffer.
             unsafe { ManuallyDrop::drop(&mut self.buffers) };
         }
@@ -332,15 +288,13 @@ impl Drop for Proactor {
 // ANCHOR_END: turn
 
 // ANCHOR: op
-/// An operation in the ring, as a future: ready with its result and the memory it owned.
-/// A multishot one gives its completions one by one ([`Op::poll_next`]). Dropped early, it
-/// cancels.
+/// An operation in the ring, as a future: ready with its result (`res`: a count, a
+/// descriptor; or the error) and the memory it owned. Dropped before then, it cancels.
+/// A multishot one gives its completions one by one ([`Op::poll_next`]).
 #[must_use = "an operation's result and memory come back only when it is awaited"]
 pub struct Op<T: 'static> {
-    /// Which slot, and which use of it; `None` once its last completion is taken.
-    user_data: Option<u64>,
-    /// The memory the kernel may use, kept here (not in the slot) while this lives.
-    owned: Option<T>,
+    user_data: Option<u64>, // which slot, and which use of it; `None` once its last is taken
+    owned: Option<T>, // the memory the kernel may use, kept here (not in the slot) while this lives
     /// The slot is in this thread's ring: a raw pointer makes an `Op` `!Send`.
     on_this_thread: PhantomData<*const ()>,
 }
@@ -352,9 +306,8 @@ impl<T> Unpin for Op<T> {}
 /// back with the result. Past `limit` (if any), the operation is cancelled (`-ECANCELED`).
 ///
 /// # Safety
-/// The entry's pointers point only into memory `owned` keeps on the heap (a buffer's
-/// contents, never `owned` itself, which moves with the future), or into memory that
-/// outlives every operation: nothing else is kept alive for the kernel.
+/// The entry points only into heap memory `owned` keeps (a buffer's contents, never `owned`
+/// itself, which moves with the future), or into memory that outlives every operation.
 pub unsafe fn submit<T: 'static>(
     mut owned: T, limit: Option<Duration>, build: impl FnOnce(&mut T) -> io_uring_sqe,
 ) -> Op<T> {
@@ -368,23 +321,21 @@ impl<T: 'static> Op<T> {
     /// The next completion, once it comes; `None` after the last one (without `F_MORE`).
     pub fn poll_next(&mut self, cx: &mut Context) -> Poll<Option<Completion>> {
         let Some(user_data) = self.user_data else { return Poll::Ready(None) };
-        let (next, ended) = with(|proactor| {
+        let next = with(|proactor| {
             let slot = &mut proactor.slots[user_data as u32 as usize]; // on, until it ends
             let next = slot.completions.pop_front();
             if next.is_none() && !slot.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
                 slot.waker = Some(cx.waker().clone());
             }
-            let ended = slot.completions.is_empty() && !slot.in_flight;
-            if ended {
-                proactor.release(user_data);
+            if slot.completions.is_empty() && !slot.in_flight {
+                slot.waker = None; // ended: the slot is free for another
+                proactor.free.push(user_data as u32);
+                self.user_data = None;
             }
-            (next, ended)
+            next
         });
-        if ended {
-            self.user_data = None;
-        }
         match next {
-            None if !ended => Poll::Pending,
+            None if self.user_data.is_some() => Poll::Pending,
             next => Poll::Ready(next),
         }
     }
@@ -401,32 +352,26 @@ impl<T: 'static> Op<T> {
 impl<T: 'static> Future for Op<T> {
     type Output = (io::Result<u32>, T);
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context) -> Poll<Self::Output> {
-        let this = self.get_mut();
-        let Some(completion) = std::task::ready!(this.poll_next(cx)) else {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context) -> Poll<Self::Output> {
+        let Some(Completion { res, .. }) = std::task::ready!(self.poll_next(cx)) else {
             unreachable!("a one-shot operation completes once, and is not polled after")
         };
-        let owned = this.owned.take().expect("an op gets back the memory it gave");
-        let res = completion.res;
+        let owned = self.owned.take().expect("an op gets back the memory it gave");
         let result = if res < 0 { Err(io::Error::from_raw_os_error(-res)) } else { Ok(res as u32) };
         Poll::Ready((result, owned))
     }
 }
 
-impl<T: 'static> Drop for Op<T> {
+impl<T> Drop for Op<T> {
     fn drop(&mut self) {
-        let Some(user_data) = self.user_data else { return };
-        // Its memory, or nothing (a one-shot operation that said `F_MORE`): the slot must go.
-        let owned: Box<dyn Any> = match self.owned.take() {
-            Some(owned) => Box::new(owned),
-            None => Box::new(()),
-        };
-        // try_with: at a thread's end, the proactor may have gone first. What it hands back
-        // is freed (and closed) here, once the proactor is no longer borrowed.
-        let _ = PROACTOR.try_with(|cell| {
-            let mut proactor = cell.borrow_mut();
-            proactor.as_mut().map(|proactor| proactor.abandon(user_data, owned))
-        });
+        if let Some(user_data) = self.user_data {
+            // try_with: at a thread's end, the proactor may be gone. What `abandon` hands
+            // back is freed here, after the borrow.
+            let _ = PROACTOR.try_with(|cell| {
+                let owned = Box::new(self.owned.take()); // none if a one-shot op said `F_MORE`
+                cell.borrow_mut().as_mut().map(|proactor| proactor.abandon(user_data, owned))
+            });
+        }
     }
 }
 // ANCHOR_END: op

@@ -1,17 +1,15 @@
 //! The ring: io_uring's raw interface, to read beside the kernel's `<linux/io_uring.h>`.
 //!
-//! io_uring is two queues in memory that the kernel and the program share. We write
-//! requests (submission queue entries, SQEs) into the submission ring and move its tail;
-//! the kernel takes them from its head. The kernel writes results (completion queue
-//! entries, CQEs) into the completion ring and moves its tail; we take them from its head.
-//! One system call, `io_uring_enter`, says "there are N new entries" and, in the same
-//! call, waits until some have completed. Each index has one writer, who fills the entries
-//! and then stores the index with `Release`; the reader loads it with `Acquire`, then reads
-//! the entries. That pairing is the whole protocol: no lock, and a reader never sees an
-//! index before the entries it covers.
+//! Two queues in memory the kernel and we share. We write requests (submission queue
+//! entries, SQEs) into the submission ring and move its tail; the kernel writes results
+//! (completion queue entries, CQEs) into the completion ring and moves its tail; each side
+//! takes from the other's head. One system call, `io_uring_enter`, submits and, in the
+//! same call, waits. Each index has one writer, who fills the entries, then stores the
+//! index with `Release`; the reader loads it with `Acquire`, then reads: no lock, and no
+//! index seen before the entries it covers.
 //!
-//! Here `unsafe` is the lesson: memory shared with the kernel, which writes into our
-//! buffers while we run. Every block says why it is sound.
+//! `unsafe` is the lesson here: memory the kernel writes into while we run. Every block
+//! says why it is sound.
 
 #![allow(non_camel_case_types)] // the header's names, so that a reader can find them there
 
@@ -193,10 +191,9 @@ impl Drop for Mapping {
 
 // ANCHOR: setup
 impl Ring {
-    /// A ring of `entries` submission slots and `completions` completion slots (rounded up
-    /// to powers of two). `SINGLE_ISSUER | DEFER_TASKRUN`: only this thread submits, and
-    /// the kernel finishes requests' work when we enter to wait, rather than interrupting
-    /// us whenever it likes (measured: it saves CPU).
+    /// A ring of `entries` submission and `completions` completion slots (powers of two).
+    /// `SINGLE_ISSUER | DEFER_TASKRUN`: only this thread submits, and the kernel does the
+    /// requests' work when we enter to wait, not whenever it likes (measured: saves CPU).
     pub fn new(entries: u32, completions: u32) -> io::Result<Ring> {
         let flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_CQSIZE;
         let mut params = io_uring_params { cq_entries: completions, flags, ..Default::default() };
@@ -209,8 +206,7 @@ impl Ring {
         }
         // SAFETY: a descriptor just made, owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
-        // What we rely on: one mapping for both rings, no completion ever dropped, a wait
-        // with a timeout (Linux 5.4 to 5.11; the setup's flags need 6.1 anyway).
+        // What we rely on: one mapping for both rings, no dropped completion, a timed wait.
         let needed = IORING_FEAT_SINGLE_MMAP | IORING_FEAT_NODROP | IORING_FEAT_EXT_ARG;
         if params.features & needed != needed {
             return Err(unavailable("this kernel lacks SINGLE_MMAP, NODROP or EXT_ARG"));
@@ -221,8 +217,7 @@ impl Ring {
         let rings = Mapping::new(&fd, sq_len.max(cq_len), 0)?;
         let sqes_len = params.sq_entries as usize * size_of::<io_uring_sqe>();
         let sqes = Mapping::new(&fd, sqes_len, IORING_OFF_SQES)?;
-        // The submission ring holds indexes into the array of entries: a level of
-        // indirection we do not use. Slot i names entry i, once and for all (as liburing).
+        // Slot i of the submission ring names entry i, once and for all (as in liburing).
         for index in 0..params.sq_entries {
             // SAFETY: within the array (sq_len above); no entry is submitted yet.
             unsafe { rings.at::<u32>(sq.array).add(index as usize).write(index) };
@@ -247,22 +242,19 @@ impl Ring {
         unsafe { self.rings.at::<AtomicU32>(offset).as_ref() }
     }
 
-    /// How many pushed entries the kernel has not taken yet. Acquire on the head: pairs
-    /// with the kernel's Release once it has read the entries before it, whose slots are
-    /// then ours to refill. Relaxed on the tail: only we write it.
+    /// How many pushed entries the kernel has not taken. Acquire on the head: pairs with the
+    /// kernel's Release once it has read them (their slots ours again); only we write the tail.
     fn queued(&self) -> u32 {
         let head = self.field(self.params.sq_off.head).load(Acquire);
         self.field(self.params.sq_off.tail).load(Relaxed).wrapping_sub(head)
     }
 
-    /// Copies `entries` into the submission ring, together (a chain of linked entries must
-    /// reach the kernel in one submission). If they do not fit, it first submits what is
-    /// queued, to make room. The kernel sees them at the next `io_uring_enter`.
+    /// Copies `entries` into the submission ring, together (a linked chain must reach the
+    /// kernel in one submission), submitting what is queued first if they do not fit.
     ///
     /// # Safety
-    /// Every pointer in the entries must stay valid, and what it points to be neither freed
-    /// nor moved, until the entry's completion is reaped: the kernel may write into a
-    /// buffer at any time until then, whatever became of the code that asked.
+    /// Every pointer in the entries stays valid, its memory neither freed nor moved, until
+    /// the entry's completion is reaped: the kernel may write into it until then.
     pub unsafe fn push(&mut self, entries: &[io_uring_sqe]) -> io::Result<()> {
         let room = self.params.sq_entries;
         if self.queued() + entries.len() as u32 > room {
@@ -283,11 +275,10 @@ impl Ring {
         Ok(())
     }
 
-    /// The loop's one system call: submits every queued entry, and waits until a request
-    /// has completed or `timeout` passes (`None`: no limit). Returns how many it took. An
-    /// error means it took none (having taken some, the kernel says how many instead): a
-    /// signal (`EINTR`), the timeout (`ETIME`) or a passing shortage of memory (`EAGAIN`)
-    /// end the wait early; the caller reaps what there is, and turns again.
+    /// The loop's one system call: submits every queued entry and waits until one has
+    /// completed or `timeout` passes (`None`: no limit). A signal (`EINTR`), the timeout
+    /// (`ETIME`) or a passing shortage of memory (`EAGAIN`) end the wait early, having
+    /// taken none: the caller reaps what there is, and turns again.
     pub fn submit_and_wait(&mut self, timeout: Option<Duration>) -> io::Result<u32> {
         match self.enter(1, IORING_ENTER_GETEVENTS, timeout) {
             Err(error) if matches!(error.raw_os_error(), Some(libc::EINTR | libc::ETIME)) => Ok(0),
@@ -316,12 +307,10 @@ impl Ring {
         }
     }
 
-    /// New: registers something with the ring, `io_uring_register` (chapter 11 registers
-    /// its provided buffers: `buffers.rs`).
+    /// New: `io_uring_register`, which chapter 11 needs for its provided buffers (`buffers.rs`).
     ///
     /// # Safety
-    /// `arg` is what `opcode` expects, and what it points to lives as long as the kernel
-    /// may use it (for the buffers, as long as the ring).
+    /// `arg` is what `opcode` expects, and lives as long as the kernel may use it.
     pub unsafe fn register<T>(&self, opcode: u32, arg: &T) -> io::Result<()> {
         let [fd, opcode, count] = [self.fd.as_raw_fd() as u32, opcode, 1].map(c_long::from);
         let arg = &raw const *arg;
@@ -334,16 +323,14 @@ impl Ring {
     // ANCHOR_END: push
 
     // ANCHOR: reap
-    /// Hands each completion in the ring to `complete`, oldest first, and gives its slot
-    /// back; returns how many. Completions that found the ring full, the kernel keeps on a
-    /// list of its own (`IORING_FEAT_NODROP`) and says so with `IORING_SQ_CQ_OVERFLOW`; it
-    /// moves them into the ring only when we enter with `GETEVENTS`. So, having made room,
-    /// we do: none is lost.
+    /// Hands each completion to `complete`, oldest first, and frees its slot; returns how
+    /// many. Completions that found the ring full the kernel keeps on a list of its own
+    /// (`IORING_FEAT_NODROP`), flagged `IORING_SQ_CQ_OVERFLOW`, and moves into the ring only
+    /// when we enter with `GETEVENTS`: so, having made room, we do. None is lost.
     pub fn reap(&mut self, mut complete: impl FnMut(io_uring_cqe)) -> io::Result<u32> {
         let (mask, cqes, mut count) = (self.params.cq_entries - 1, self.params.cq_off.cqes, 0);
         loop {
-            // Relaxed: only we write the head. Acquire: pairs with the kernel's Release of
-            // the tail once the entries before it are written; then we may read them.
+            // Relaxed: only we write the head. Acquire: pairs with the kernel's Release.
             let mut head = self.field(self.params.cq_off.head).load(Relaxed);
             let tail = self.field(self.params.cq_off.tail).load(Acquire);
             while head != tail {
