@@ -330,7 +330,9 @@ fn allocations(out: &mut String, run: &Run, notes: &mut Vec<Note>) {
          the second batch's count less the first's, divided by {}, is what one request costs, \
          the connection's own cost cancelled out. For chapters 1 and 2 a request includes its \
          connection; for nginx the count is of the pools it takes from `malloc`, not of what \
-         it carves out of them.\n",
+         it carves out of them. A figure below zero means the first batch allocated a \
+         little that the second did not (a pool or a table filling up once), spread over the \
+         requests.\n",
         many - few
     );
     let _ = writeln!(out, "| server | allocations/request | bytes/request |");

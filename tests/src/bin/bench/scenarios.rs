@@ -8,7 +8,7 @@
 //! - pipelining: sixteen requests at once on a connection, which only an event loop that
 //!   keeps reading after the first answer can turn into throughput;
 //! - a big static file: memory and copying (chapters 1-5 read the whole file, 6-10 a chunk
-//!   at a time, nginx hands it to the kernel with `sendfile`);
+//!   at a time, chapter 11 and nginx hand it to the kernel, by `splice` and `sendfile`);
 //! - a 64 KiB file and pipelined 64 KiB echoes: is there work for a second core? Only
 //!   where the server's share of the work clearly outweighs the generator's, and the
 //!   echo shows that it does not, the file that it does (see their notes);
@@ -95,7 +95,8 @@ pub const SCENARIOS: [Scenario; 11] = [
         title: "8 MiB file, 10 connections",
         note: "Ten clients download an 8 MiB file (multiply requests/s by 8 for MiB/s). \
                Chapters 1-5 read the whole file into memory per request, chapters 6-10 a \
-               chunk at a time (compare their peak memory); nginx uses `sendfile`.",
+               chunk at a time (compare their peak memory); chapter 11 moves it by \
+               `splice` through a pipe, nginx by `sendfile`, neither touching the bytes.",
         path: FILE,
         body: 0,
         connections: 10,
