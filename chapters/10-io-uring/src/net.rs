@@ -55,7 +55,7 @@ impl<T: AsFd + 'static> Async<T> {
         poll.await.0.map(drop)
     }
 
-    /// For a call with no operation of its own (emptying a pipe): readiness at `EAGAIN`.
+    /// For a call with no operation (emptying a pipe): tried until not `EAGAIN`, readable between.
     pub async fn read_with<R>(&self, mut call: impl FnMut(&T) -> io::Result<R>) -> io::Result<R> {
         loop {
             match call(&self.inner) {

@@ -13,8 +13,8 @@ use crate::ring::{Ring, IORING_CQE_BUFFER_SHIFT, IORING_REGISTER_PBUF_RING};
 
 // ANCHOR: ring
 pub const GROUP: u16 = 0; // the buffer group the receives name (`buf_group`): this ring's
-pub const COUNT: usize = 256; // how many buffers, and how big: 1 MiB a loop, shared by all
-pub const SIZE: usize = 4096;
+pub const COUNT: usize = 256; // how many buffers: 1 MiB a loop, shared by all its clients
+pub const SIZE: usize = 4096; // how big each is
 
 /// One entry, as `<linux/io_uring.h>` has it; the first entry's `resv` is the ring's tail.
 #[repr(C)]
@@ -48,7 +48,8 @@ pub struct BufferRing {
 }
 
 impl BufferRing {
-    /// Makes the buffers, hands them all to the kernel, and registers the ring with `ring`.
+    /// Makes the buffers, gives them to the kernel, and registers them with `ring`, which
+    /// they must outlive (the proactor keeps both).
     pub fn new(ring: &Ring) -> io::Result<BufferRing> {
         let entries = NonNull::from(Box::leak(Box::new(Entries([Default::default(); COUNT]))));
         let buffers = NonNull::from(Box::leak(vec![0u8; COUNT * SIZE].into_boxed_slice()));

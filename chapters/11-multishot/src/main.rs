@@ -184,7 +184,7 @@ fn run_loop(
         counters.loop_turns.store(executor::turns(), Ordering::Relaxed);
         counters.timers_pending.store(time::pending() as u64, Ordering::Relaxed);
     };
-    // New: the tasks go, the ring takes their operations' cancels, the listener closes.
+    // New: the tasks go, the ring takes their operations' cancels, the listener closes now.
     drop(executor);
     proactor::finish(Duration::from_secs(1));
     open

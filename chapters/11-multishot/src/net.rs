@@ -68,7 +68,8 @@ impl<T: AsFd + 'static> Async<T> {
         poll.await.0.map(drop).map_err(timed_out)
     }
 
-    /// For a call with no operation of its own (emptying a pipe): readiness at `EAGAIN`.
+    /// For a call with no operation of its own (emptying a pipe, a receive with no buffer
+    /// left): tried until it does not say `EAGAIN`, waiting for readability between tries.
     pub async fn read_with<R>(&self, mut call: impl FnMut(&T) -> io::Result<R>) -> io::Result<R> {
         loop {
             match call(&self.inner) {
@@ -175,7 +176,8 @@ impl Async<TcpStream> {
         }
     }
 
-    /// Receives no more for now (too much is queued): the bytes wait in the socket, pushing back.
+    /// Receives no more for now (too much is queued): the bytes wait in the socket, pushing
+    /// back. What came before the cancel landed still comes to `read_to`.
     pub fn stop_receiving(&self) {
         let receiving = self.receiving.take();
         receiving.iter().for_each(Op::cancel);

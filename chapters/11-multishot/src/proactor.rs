@@ -6,8 +6,9 @@
 //! buffer at any moment, whatever became of the task. So an operation takes the memory the
 //! kernel uses by value (a buffer, a path, the socket itself) and gives it back with the
 //! result, as tokio-uring and monoio do; dropped early, it is cancelled, and its slot keeps
-//! the memory until the last completion. New in chapter 11: multishot entries, a slab of
-//! reused slots (an operation allocates nothing), and the provided buffers (`buffers.rs`).
+//! the memory until the last completion. New in chapter 11: an entry may complete many
+//! times (multishot: a completion per arrival, `F_MORE` while armed, kept in its slot until
+//! taken); slots are a slab, reused (no allocation); the provided buffers live here.
 //!
 //! One ring per thread, as chapter 8 had one epoll per thread; [`turn`] is the loop's
 //! wait, one `io_uring_enter` that submits what the tasks asked for and reaps what finished.
@@ -55,7 +56,8 @@ struct Slot {
 }
 // ANCHOR_END: slot
 
-/// What an abandoned operation's completion leaves with nobody: a buffer, or a descriptor.
+/// What an abandoned operation's completion leaves with nobody: a buffer, to give back, or
+/// a descriptor (an accept, an open), to close.
 fn orphan(opcode: u8, completion: Completion, buffers: &mut BufferRing) -> Option<OwnedFd> {
     if completion.flags & IORING_CQE_F_BUFFER != 0 {
         buffers.give_back(BufferRing::id(completion.flags));
@@ -170,7 +172,8 @@ impl Proactor {
         let _ = unsafe { self.ring.push(&[cancel]) };
     }
 
-    /// Its future was dropped: its memory kept and the operation cancelled, or, done, freed.
+    /// Its future was dropped: its memory kept and the operation cancelled; or, done, freed,
+    /// with what its untaken completions brought (`orphan`).
     fn abandon(
         &mut self, user_data: u64, owned: Box<dyn Any>,
     ) -> (Option<Box<dyn Any>>, Vec<OwnedFd>) {
@@ -219,9 +222,9 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
         proactor.stop_the_unread();
         trace!("io_uring: waiting, timeout {timeout:?}");
         let submitted = proactor.ring.submit_and_wait(timeout)?;
-        let (slots, woken, mut rung) = (&mut proactor.slots, &mut proactor.woken, false);
-        let Proactor { free, buffers, holding, .. } = proactor;
-        let completed = proactor.ring.reap(|completion| {
+        let Proactor { ring, slots, free, buffers, woken, holding, .. } = proactor;
+        let mut rung = false;
+        let completed = ring.reap(|completion| {
             let Some(slot) = slots.get_mut(completion.user_data as u32 as usize).filter(|slot| {
                 u64::from(slot.generation) == completion.user_data >> 32 && slot.in_flight
             }) else {
@@ -368,7 +371,7 @@ impl<T> Drop for Op<T> {
             // try_with: at a thread's end, the proactor may be gone. What `abandon` hands
             // back is freed here, after the borrow.
             let _ = PROACTOR.try_with(|cell| {
-                let owned = Box::new(self.owned.take()); // none if a one-shot op said `F_MORE`
+                let owned = Box::new(self.owned.take()); // none after `F_MORE`: the slot goes too
                 cell.borrow_mut().as_mut().map(|proactor| proactor.abandon(user_data, owned))
             });
         }

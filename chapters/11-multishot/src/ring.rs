@@ -191,7 +191,7 @@ impl Drop for Mapping {
 
 // ANCHOR: setup
 impl Ring {
-    /// A ring of `entries` submission and `completions` completion slots (powers of two).
+    /// A ring of `entries` submission and `completions` completion slots (rounded up to 2^n).
     /// `SINGLE_ISSUER | DEFER_TASKRUN`: only this thread submits, and the kernel does the
     /// requests' work when we enter to wait, not whenever it likes (measured: saves CPU).
     pub fn new(entries: u32, completions: u32) -> io::Result<Ring> {
@@ -253,8 +253,8 @@ impl Ring {
     /// kernel in one submission), submitting what is queued first if they do not fit.
     ///
     /// # Safety
-    /// Every pointer in the entries stays valid, its memory neither freed nor moved, until
-    /// the entry's completion is reaped: the kernel may write into it until then.
+    /// Every pointer in the entries must stay valid, its memory neither freed nor moved,
+    /// until the entry's completion is reaped: the kernel may write into it until then.
     pub unsafe fn push(&mut self, entries: &[io_uring_sqe]) -> io::Result<()> {
         let room = self.params.sq_entries;
         if self.queued() + entries.len() as u32 > room {
@@ -276,9 +276,9 @@ impl Ring {
     }
 
     /// The loop's one system call: submits every queued entry and waits until one has
-    /// completed or `timeout` passes (`None`: no limit). A signal (`EINTR`), the timeout
-    /// (`ETIME`) or a passing shortage of memory (`EAGAIN`) end the wait early, having
-    /// taken none: the caller reaps what there is, and turns again.
+    /// completed or `timeout` passes (`None`: no limit); returns how many it took. An error
+    /// means it took none: a signal (`EINTR`), the timeout (`ETIME`) or a passing shortage of
+    /// memory (`EAGAIN`) end the wait early; the caller reaps what there is, turns again.
     pub fn submit_and_wait(&mut self, timeout: Option<Duration>) -> io::Result<u32> {
         match self.enter(1, IORING_ENTER_GETEVENTS, timeout) {
             Err(error) if matches!(error.raw_os_error(), Some(libc::EINTR | libc::ETIME)) => Ok(0),
@@ -310,7 +310,7 @@ impl Ring {
     /// New: `io_uring_register`, which chapter 11 needs for its provided buffers (`buffers.rs`).
     ///
     /// # Safety
-    /// `arg` is what `opcode` expects, and lives as long as the kernel may use it.
+    /// `arg` is what `opcode` expects; what it points to lives as long as the kernel uses it.
     pub unsafe fn register<T>(&self, opcode: u32, arg: &T) -> io::Result<()> {
         let [fd, opcode, count] = [self.fd.as_raw_fd() as u32, opcode, 1].map(c_long::from);
         let arg = &raw const *arg;
