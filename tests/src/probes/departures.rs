@@ -19,9 +19,8 @@ use std::time::{Duration, Instant};
 use super::floods::{measured, pid, LAZY_DESCRIPTORS};
 use super::routes::usage;
 use super::{
-    broken, check, connect, exchange, expect_status, get, needs_own_server, receive, reset,
-    seconds, sending, stats_value, still_serves, until_read, with_upstream, Outcome, Probed, Stop,
-    Target, PATIENCE,
+    broken, check, connect, expect_status, get, needs_own_server, receive, reset, seconds, sending,
+    still_serves, until_read, with_upstream, Outcome, Probed, Stop, Target, PATIENCE,
 };
 use crate::kernel;
 use crate::resources;
@@ -151,10 +150,7 @@ pub fn departing_clients(target: &Target) -> Probed {
 /// What `/stats` says of `connections_open`, asked on a new connection (which counts
 /// itself).
 fn connections_open(server: &Server) -> Result<u64, Stop> {
-    let stats = exchange(server, &get("/stats"))?;
-    expect_status(&stats, &[200], "GET /stats")?;
-    stats_value(&stats, "connections_open")
-        .ok_or_else(|| broken("GET /stats has no connections_open line"))
+    super::stat(server, "connections_open")
 }
 
 /// Asks `/stats` until `connections_open` is down to `count` or `deadline` passes. Returns

@@ -561,8 +561,9 @@ pub fn pipelined_without_reading(target: &Target) -> Probed {
 pub(super) const TRICKLE_FOR: Duration = Duration::from_millis(500);
 pub(super) const TRICKLE_PIECE: usize = 100;
 
-/// Sends `GET /hello` in pieces for [`TRICKLE_FOR`], reading nothing; a piece that does not
-/// fit is skipped (the server pushes back). Gives back the client, still connected.
+/// Sends `GET /hello` in pieces for [`TRICKLE_FOR`], reading nothing; while the socket is
+/// full (the server pushes back) it waits, and a piece written in part is finished before
+/// the next, so that every request arrives whole. Gives back the client, still connected.
 fn trickle_without_reading(server: &Server) -> Result<Client, Stop> {
     let client = connect(server)?;
     let socket = socket2::SockRef::from(client.stream());
@@ -571,10 +572,13 @@ fn trickle_without_reading(server: &Server) -> Result<Client, Stop> {
         .and_then(|()| socket.set_nonblocking(true));
     set_up.map_err(|error| broken(format!("cannot set up the trickling client: {error}")))?;
     let piece = get("/hello").repeat(TRICKLE_PIECE);
-    let started = Instant::now();
+    let (mut unsent, started) = (&piece[..], Instant::now());
     while started.elapsed() < TRICKLE_FOR {
-        match client.stream().write(&piece) {
-            Ok(_) => {}
+        if unsent.is_empty() {
+            unsent = &piece;
+        }
+        match client.stream().write(unsent) {
+            Ok(written) => unsent = &unsent[written..],
             Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
             Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
             Err(_) => break, // closed: a chapter that answers one request and closes
@@ -1468,13 +1472,7 @@ pub(super) const GIVEN_BACK_WITHIN: Duration = Duration::from_secs(1);
 pub fn idle_after_a_burst(target: &Target) -> Probed {
     needs_own_server(target)?;
     // No timeouts while the clients sit idle: chapter 4 on would close them after 5 s.
-    let mut server = target.start(Options {
-        if_supported: vec![
-            ("--header-timeout", "60".into()),
-            ("--keep-alive-timeout", "60".into()),
-        ],
-        ..Options::default()
-    })?;
+    let mut server = ten_thousand_server(target, &[])?;
     let pid = pid(&server)?;
     let mut first = connect(&server)?;
     sending(&mut first, &get("/hello"), "GET /hello")?;
@@ -1511,14 +1509,15 @@ pub fn idle_after_a_burst(target: &Target) -> Probed {
 
     let body = crate::site::pattern(BURST_BODY);
     let request = super::post("/echo", &body);
+    let posted = format!("a {} KiB POST /echo", BURST_BODY / 1024);
     server.signal("STOP").map_err(broken)?;
     for (index, client) in idle.iter_mut().enumerate() {
-        let what = format!("a 12 KiB POST /echo from client {} of {BURST_CLIENTS}", index + 1);
+        let what = format!("{posted} from client {} of {BURST_CLIENTS}", index + 1);
         sending(client, &request, &what)?;
     }
     server.signal("CONT").map_err(broken)?;
     for (index, client) in idle.iter_mut().enumerate() {
-        let what = format!("a 12 KiB POST /echo from client {} of {BURST_CLIENTS}", index + 1);
+        let what = format!("{posted} from client {} of {BURST_CLIENTS}", index + 1);
         let response = receive(client, &server, false, &what)?;
         expect_status(&response, &[200], &what)?;
         check!(response.body == body, "{what}: the body that came back differs");
@@ -1535,26 +1534,25 @@ pub fn idle_after_a_burst(target: &Target) -> Probed {
     };
     // Shown with `cargo test -p suite idle_after -- --nocapture`: the measurement.
     println!(
-        "{}: {BURST_CLIENTS} idle clients after a 12 KiB POST /echo each, all at once: \
-         resident memory {} over {} with them idle before",
+        "{}: {BURST_CLIENTS} idle clients after {posted} each, all at once: resident memory \
+         {} over {} with them idle before",
         server.label,
         mebibytes(growth),
         mebibytes(at_rest.resident)
     );
     check!(
         growth <= BURST_GROWTH_BOUND,
-        "{BURST_CLIENTS} kept-alive clients, idle, each sent a 12 KiB POST /echo while the \
-         server was stopped (SIGSTOP), so that it found them all at once, read its answer, \
-         and fell idle again; {} later the server's resident memory was {} over what it was \
-         with them idle before ({}; the bound is {}, about 2 KiB a client): idle \
-         connections keep the buffers the burst made them",
+        "{BURST_CLIENTS} kept-alive clients, idle, each sent {posted} while the server was \
+         stopped (SIGSTOP), so that it found them all at once, read its answer, and fell \
+         idle again; {} later the server's resident memory was {} over what it was with them \
+         idle before {}: idle connections keep the buffers the burst made them",
         seconds(GIVEN_BACK_WITHIN),
         mebibytes(growth),
-        mebibytes(at_rest.resident),
-        mebibytes(BURST_GROWTH_BOUND)
+        growth_note(at_rest.resident, BURST_GROWTH_BOUND)
     );
     drop(idle);
-    still_serves(&mut server, "2,000 idle clients that had each sent 12 KiB at once")?;
+    let after = format!("{BURST_CLIENTS} idle clients that had each sent {posted} at once");
+    still_serves(&mut server, &after)?;
     Ok(Outcome::Works)
 }
 
@@ -1582,11 +1580,7 @@ pub fn burst_of_clients(target: &Target) -> Probed {
     needs_own_server(target)?;
     let mut server = target
         .start(Options { if_supported: vec![("--threads", "1".into())], ..Options::default() })?;
-    let turns = |server: &Server| -> Result<u64, Stop> {
-        let stats = exchange(server, &get("/stats"))?;
-        expect_status(&stats, &[200], "GET /stats")?;
-        stats_value(&stats, "loop_turns").ok_or_else(|| broken("GET /stats has no loop_turns line"))
-    };
+    let turns = |server: &Server| super::stat(server, "loop_turns");
     let before = turns(&server)?;
     server.signal("STOP").map_err(broken)?;
     let mut clients = Vec::with_capacity(BURST_OF);

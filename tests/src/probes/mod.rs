@@ -397,6 +397,13 @@ pub fn stats_value(response: &Response, key: &str) -> Option<u64> {
     })
 }
 
+/// Asks `/stats` on a new connection (which counts itself) for its `key` line's number.
+pub fn stat(server: &Server, key: &str) -> Result<u64, Stop> {
+    let stats = exchange(server, &get("/stats"))?;
+    expect_status(&stats, &[200], "GET /stats")?;
+    stats_value(&stats, key).ok_or_else(|| broken(format!("GET /stats has no {key} line")))
+}
+
 // ANCHOR: receive
 /// Reads one response and holds it to the rules every response must follow: a
 /// `Content-Length`, a `Content-Type` when there is a body, `Server: chNN-name` (any one

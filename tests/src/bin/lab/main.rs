@@ -408,10 +408,10 @@ fn print_made(
         previous.number,
         chapter.number
     );
-    let lines = if renamed == 1 { "line" } else { "lines" };
     println!(
-        "  src/         chapters/{}/src, its name made {name} in {renamed} {lines}",
-        previous.directory
+        "  src/         chapters/{}/src, its name made {name} in {}",
+        previous.directory,
+        suite::report::plural(renamed, "line")
     );
     println!("  Cargo.toml   a crate of its own; the workbook's `shared` by {shared}");
     println!("  Cargo.lock   the workbook's: the same versions, nothing new to download");
