@@ -1,7 +1,8 @@
 //! Serving files from `--root`, and never anything outside it.
 //!
 //! Two steps, so that a chapter can run the slow one wherever it likes (blocking in
-//! chapters 1-5, on a thread pool in chapter 6):
+//! chapters 1-5, on a thread pool in chapters 6-9; chapters 10 and 11 open and read through
+//! the ring, and use only [`resolve`] and [`error_response`]):
 //!
 //! 1. [`resolve`] is pure and instant: it turns the URL path into a path *relative* to the
 //!    root, refusing anything that could climb out: `..`, its percent-encoded `%2e%2e`,
@@ -29,7 +30,6 @@ pub const MAX_FILE: u64 = 64 * 1024 * 1024;
 /// Turns the part of the URL after `/files/` into a path relative to the root.
 /// A path ending in `/` (or empty) means the `index.html` in that folder.
 pub fn resolve(url_path: &str) -> Result<PathBuf, Response> {
-    let not_found = || Response::error(404, "no such file");
     // An encoded slash or backslash is a classic way past a check that splits on '/'
     // before decoding. No real file name needs one, so refuse it outright.
     let lower = url_path.to_ascii_lowercase();
@@ -156,17 +156,25 @@ pub fn streamed_response(relative: &Path, length: u64) -> Response {
     }
 }
 
+/// The 404 for a path that names no regular, readable file under the root.
+pub fn not_found() -> Response {
+    Response::error(404, "no such file")
+}
+
 /// The answer when opening or reading a file failed: 404 if there is no such (regular,
 /// readable) file, 500 for anything else. A name too long for the kernel (over 255 bytes
-/// a part, 4,096 in all) names no file either: 404, as nginx answers.
+/// a part, 4,096 in all), a loop of symbolic links (`ELOOP`) and a path that leads out of
+/// the root (`EXDEV`, from `openat2`'s `RESOLVE_BENEATH`) name no file either: 404.
 pub fn error_response(error: &io::Error) -> Response {
-    use nix::libc::{EISDIR, ENAMETOOLONG, ENOTDIR};
+    use nix::libc::{EISDIR, ELOOP, ENAMETOOLONG, ENOTDIR, EXDEV};
     match error.kind() {
-        io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied => {
-            Response::error(404, "no such file")
-        }
-        _ if matches!(error.raw_os_error(), Some(EISDIR | ENOTDIR | ENAMETOOLONG)) => {
-            Response::error(404, "no such file")
+        io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied => not_found(),
+        _ if matches!(
+            error.raw_os_error(),
+            Some(EISDIR | ENOTDIR | ENAMETOOLONG | ELOOP | EXDEV)
+        ) =>
+        {
+            not_found()
         }
         _ => Response::error(500, "could not read the file"),
     }
@@ -229,6 +237,20 @@ mod tests {
         assert!(open(&root, Path::new("index.html"), Duration::ZERO).is_ok());
         assert!(open(&root, Path::new("missing.html"), Duration::ZERO).is_err());
         assert!(open(&root, Path::new(""), Duration::ZERO).is_err()); // the root itself
+    }
+
+    #[test]
+    fn a_loop_of_links_is_not_found() {
+        let folder = std::env::temp_dir().join(format!("files-loop-{}", std::process::id()));
+        std::fs::create_dir_all(&folder).expect("a folder");
+        let link = folder.join("loop");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&link, &link).expect("a link to itself");
+        let error = open(&folder, Path::new("loop"), Duration::ZERO).expect_err("a loop");
+        let _ = std::fs::remove_dir_all(&folder);
+        assert_eq!(error.raw_os_error(), Some(nix::libc::ELOOP), "{error}");
+        assert_eq!(error_response(&error).status, 404);
+        assert_eq!(error_response(&io::Error::other("disk on fire")).status, 500);
     }
 
     #[test]

@@ -72,9 +72,9 @@ pub async fn serve(stream: Async<TcpStream>, server: Rc<Server>) {
 
 struct Client {
     stream: Async<TcpStream>,
-    /// Bytes received and not yet answered, and answers not yet sent, each consumed from the
-    /// front as it is answered or sent. Empty, they hold no memory (`shared::buffer`): an
-    /// idle client costs its task and its socket, no buffer.
+    /// Bytes received and not yet answered, consumed from the front as they are answered,
+    /// and answers not yet sent, which go to the kernel whole. Empty, they hold no memory
+    /// (`shared::buffer`): an idle client costs its task and its socket, no buffer.
     received: Buffer,
     out: Buffer,
     /// When the client's clock started: at connect, when it last had an answer, or when its

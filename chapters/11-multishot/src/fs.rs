@@ -40,10 +40,10 @@ impl Files {
     /// with it. `O_NONBLOCK`: were it a FIFO, opening it must not wait for a writer.
     pub async fn open(&self, relative: PathBuf) -> Result<(Download, u64), Response> {
         let flags = (libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC) as u64;
-        // `openat2`'s `struct open_how { flags, mode, resolve }` (`<linux/openat2.h>`). With
-        // `RESOLVE_BENEATH` (8), the kernel refuses a path that leads out of the root.
-        let how = Box::new([flags, 0, 8u64]);
-        let path = CString::new(relative.as_os_str().as_bytes()).map_err(|_| not_a_file())?;
+        // `openat2`'s `struct open_how { flags, mode, resolve }`, 24 bytes (`<linux/openat2.h>`).
+        // With `RESOLVE_BENEATH`, the kernel refuses a path that leads out of the root.
+        let how = Box::new([flags, 0, libc::RESOLVE_BENEATH]);
+        let path = CString::new(relative.as_os_str().as_bytes()).map_err(|_| files::not_found())?;
         let root = self.root.as_raw_fd(); // lives as long as `self`, and so as the operation
         self.slow_disk().await;
         // SAFETY: the entry points into the path's and `how`'s heap blocks, which the op owns.
@@ -53,19 +53,16 @@ impl Files {
                 entry.with(0, how.as_ptr() as u64)
             })
         };
-        // EXDEV: the path leads out of the root; ELOOP: through a loop of links.
+        // A path that leads out of the root (`EXDEV`) is a 404, as in every chapter.
         let file = match open.await.0 {
             // SAFETY: a descriptor the kernel has just made, for us alone.
             Ok(fd) => unsafe { OwnedFd::from_raw_fd(fd as i32) },
-            Err(error) if matches!(error.raw_os_error(), Some(libc::EXDEV | libc::ELOOP)) => {
-                return Err(not_a_file());
-            }
             Err(error) => return Err(files::error_response(&error)),
         };
         // A look at what was opened (the open brought it in): a folder, a FIFO, a device?
-        let status = fstat(&file).map_err(|_| not_a_file())?;
+        let status = fstat(&file).map_err(|_| files::not_found())?;
         if SFlag::from_bits_truncate(status.st_mode) & SFlag::S_IFMT != SFlag::S_IFREG {
-            return Err(not_a_file());
+            return Err(files::not_found());
         }
         let pipe = Pipe::new().map_err(|error| files::error_response(&error))?;
         Ok((Download { file: Rc::new(file), pipe }, status.st_size as u64))
@@ -126,10 +123,6 @@ pub async fn splice<F: AsRawFd + 'static, T: AsRawFd + 'static>(
     splice.await.0.map(|count| count as usize)
 }
 // ANCHOR_END: splice
-
-fn not_a_file() -> Response {
-    Response::error(404, "no such file")
-}
 
 #[cfg(test)]
 #[path = "fs_tests.rs"]
