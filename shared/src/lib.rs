@@ -12,7 +12,7 @@
 //! - [`app`]: the demo application, a pure function from a request to what to do next.
 //! - [`files`]: serving files from `--root` without ever leaving it.
 //! - [`upstream`]: the bits of an HTTP client that `/upstream/` needs.
-//! - [`trace`]: `log!` and the `--trace` switch: lines on stderr that never fail.
+//! - [`trace`]: `log!` and the `--trace` switch: lines on stderr that never fail or wait.
 //! - [`self_pipe`] and [`signals`]: how a thread or a signal (SIGTERM) wakes an event loop.
 
 pub mod app;

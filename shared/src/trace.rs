@@ -1,9 +1,21 @@
 //! Lines on stderr: `log!` for what an operator should see, `trace!` for `--trace`.
 //!
-//! Both go through [`write_line`], which ignores write errors. `eprintln!` panics when it
-//! cannot write, and stderr can stop taking lines at any time: a reader pipes `--trace`
-//! into `head`, which exits after ten lines; a supervisor that collected our output goes
-//! away. A server must not die because nobody is listening to it any more.
+//! Both go through [`write_line`], which never fails and never waits. Writing to stderr is
+//! I/O like any other, and it can go wrong in two ways a server must survive:
+//!
+//! - stderr stops taking lines for good: a reader pipes `--trace` into `head`, which exits
+//!   after ten lines; a supervisor that collected our output goes away. Every write then
+//!   fails (EPIPE), and `eprintln!` would panic on the first. We ignore the error.
+//! - stderr stops taking lines for now: the pipe's reader is a pager the reader walked
+//!   away from, or a supervisor that stalls. Once the pipe's buffer (64 KiB on Linux) is
+//!   full, a write *blocks* until someone reads, and a loop blocked in a write serves no
+//!   one. So before each line we ask `poll` whether stderr can take it at once; if not, the
+//!   line is dropped and counted, and the next line that gets through is preceded by
+//!   `(N lines dropped: stderr was full)`. The pipe's buffer is the queue: nothing is held
+//!   back in memory, the lines that get through keep their order, and none is left
+//!   unwritten when the process exits (as lines queued for a writer thread of our own
+//!   would be). Only another process writing to the same pipe between our `poll` and our
+//!   `write` could still make us wait, for that one line.
 //!
 //! Except in a chapter's own unit tests (`cfg!(test)`, which the macros ask in the crate
 //! that uses them): there the lines go through `eprintln!`, which the test harness
@@ -24,12 +36,15 @@
 //! runs on `main`, so its lines stay as they were. `cargo run -p suite --bin timeline`
 //! reads these lines back and draws them.
 
-use std::fmt;
+use std::fmt::{self, Write as _};
 use std::io::{self, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::thread;
 use std::time::Instant;
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
 static START: OnceLock<Instant> = OnceLock::new();
@@ -64,10 +79,54 @@ impl fmt::Display for ThreadName {
     }
 }
 
-/// Writes one line to stderr, and never fails: see the module documentation.
+/// Lines dropped because stderr could not take them at once, not yet reported.
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+
+/// The longest line we write: `PIPE_BUF`, the most a pipe takes in one write without
+/// waiting once `poll` says it has room (POSIX promises at least 512; Linux, macOS and
+/// FreeBSD give 4 KiB). A longer line is cut there; ours are a few dozen bytes.
+const LONGEST_LINE: usize = 4096;
+
+/// Writes one line to stderr, never failing and never waiting: see the module documentation.
 pub fn write_line(line: fmt::Arguments) {
-    // One `write` per line (the lock holds the line together when threads log at once).
-    let _ = writeln!(io::stderr().lock(), "{line}");
+    let stderr = io::stderr();
+    // The lock keeps lines whole, and the check and the write together, when threads log
+    // at once (chapter 6's workers, chapter 9's loops).
+    let mut stderr = stderr.lock();
+    let mut ready = [PollFd::new(stderr.as_fd(), PollFlags::POLLOUT)];
+    let writable = poll(&mut ready, PollTimeout::ZERO).is_ok_and(|count| count == 1)
+        && ready[0].revents().is_some_and(|events| events.contains(PollFlags::POLLOUT));
+    if !writable {
+        DROPPED.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    // One line, one write: formatted here first, in a buffer on the stack.
+    let mut text = Line { bytes: [0; LONGEST_LINE], length: 0 };
+    let dropped = DROPPED.swap(0, Ordering::Relaxed);
+    if dropped > 0 {
+        let _ = writeln!(text, "({dropped} lines dropped: stderr was full)");
+    }
+    let _ = writeln!(text, "{line}");
+    if text.length == LONGEST_LINE {
+        text.bytes[LONGEST_LINE - 1] = b'\n'; // cut, but still a line
+    }
+    let _ = stderr.write_all(&text.bytes[..text.length]);
+}
+
+/// A line being formatted, in a fixed buffer: what does not fit is cut off.
+struct Line {
+    bytes: [u8; LONGEST_LINE],
+    length: usize,
+}
+
+impl fmt::Write for Line {
+    fn write_str(&mut self, piece: &str) -> fmt::Result {
+        let room = LONGEST_LINE - self.length;
+        let taken = piece.len().min(room);
+        self.bytes[self.length..self.length + taken].copy_from_slice(&piece.as_bytes()[..taken]);
+        self.length += taken;
+        Ok(())
+    }
 }
 
 /// `log!("format", args...)`: one line on stderr that cannot stop the server (in unit
@@ -98,3 +157,7 @@ macro_rules! trace {
         }
     };
 }
+
+#[cfg(test)]
+#[path = "trace_tests.rs"]
+mod tests;

@@ -16,7 +16,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStderr, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
@@ -216,6 +216,10 @@ pub struct Options {
     /// that every line it logs from then on fails to write (EPIPE), as when a reader pipes
     /// `--trace` into `head`. What it printed is then lost to messages.
     pub close_stderr: bool,
+    /// Keep our end of the server's stderr open and never read it, so that once the pipe
+    /// is full every write to it would wait, as when `--trace` is piped into a pager the
+    /// reader walked away from. What it printed is then lost to messages.
+    pub unread_stderr: bool,
 }
 
 impl Options {
@@ -228,6 +232,7 @@ impl Options {
             && self.fd_limit.is_none()
             && !self.trace
             && !self.close_stderr
+            && !self.unread_stderr
     }
 }
 
@@ -253,6 +258,9 @@ pub struct Server {
     stderr: Arc<Mutex<Vec<u8>>>,
     /// The [`Options::if_supported`] flags this chapter rejected.
     pub dropped_flags: Vec<&'static str>,
+    /// Our end of its stderr, held and never read ([`Options::unread_stderr`]): the pipe
+    /// stays open for as long as the server runs.
+    _unread_stderr: Option<ChildStderr>,
 }
 
 impl Server {
@@ -270,6 +278,7 @@ impl Server {
             exit: None,
             stderr: Arc::default(),
             dropped_flags: Vec::new(),
+            _unread_stderr: None,
         }
     }
 
@@ -341,8 +350,11 @@ impl Server {
         let stderr = Arc::new(Mutex::new(Vec::new()));
         let mut stderr_reader = None;
         let mut stderr_to_close = None;
+        let mut unread_stderr = None;
         if options.close_stderr {
             stderr_to_close = child.stderr.take();
+        } else if options.unread_stderr {
+            unread_stderr = child.stderr.take();
         } else if let Some(mut pipe) = child.stderr.take() {
             let kept = Arc::clone(&stderr);
             let limit = if options.trace { TRACE_KEPT } else { STDERR_KEPT };
@@ -379,6 +391,7 @@ impl Server {
             exit: None,
             stderr,
             dropped_flags: Vec::new(),
+            _unread_stderr: unread_stderr,
         };
         // For a reader's command, the whole command line, so they can run it themselves.
         let ran = program.typed(&args).map(|typed| format!(" (ran {typed})")).unwrap_or_default();

@@ -42,7 +42,7 @@ suite! {
         big_file_intact, path_traversal, fifo_under_root, upstream_relay, upstream_errors,
         upstream_timeout, conformance_corpus, trickled_request, body_split_across_writes,
         client_resets_mid_response, clients_that_vanish, serves_after_abuse,
-        half_close, urgent_byte, file_removed_mid_response, stray_signals, closed_stderr,
+        half_close, urgent_byte, file_removed_mid_response, stray_signals, closed_stderr, unread_stderr,
         descriptor_exhaustion, pipelined_without_reading, idle_buffers_given_back,
         idle_after_a_burst, burst_of_clients,
         idle_client, half_sent_request, ten_thousand_idle, slow_reader, keep_alive,

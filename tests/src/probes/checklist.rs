@@ -29,7 +29,7 @@ use super::departures::{
     FULL_READ, FULL_SLEEP_MS, GONE_WITHIN, IN_LINE, IN_LINE_PIPELINED, PIPELINED_FETCHES,
     PIPELINED_SLEEP_MS, PIPELINERS, SLEEPERS, SLEEPERS_SLEEP, UPSTREAM_WATCH,
 };
-use super::faults::{STRAY, URGENT_ANSWER_WITHIN, URGENT_SLEEP_MS};
+use super::faults::{STRAY, UNREAD_STDERR_REQUESTS, URGENT_ANSWER_WITHIN, URGENT_SLEEP_MS};
 use super::floods::{
     BURST_BODY, BURST_CLIENTS, BURST_GROWTH_BOUND, BURST_OF, BURST_TURNS_BOUND, BUSY_ROUND,
     BYTE_EVERY, COST_BEHIND_A_WAIT_BOUND, CPU_WINDOW, DOWNLOADERS, DOWNLOAD_BYTES,
@@ -425,6 +425,12 @@ pub fn rules() -> Vec<Rule> {
             "Started with `--trace`, and with nobody reading its standard error any more (every \
              write to it fails: EPIPE), the server goes on: `GET /hello` 200, one without \
              `Host` 400, a missing file 404, a `/sleep` 200. Logging never stops the server.".to_string()),
+        rule("unread_stderr", FAULTS, format!(
+            "Started with `--trace`, and with its standard error a pipe that is never read (once \
+             the pipe's buffer is full, a write to it waits until someone reads), the server \
+             answers {} `GET /hello` one after the other, each within {}, and still serves. A \
+             line that cannot be written at once is dropped (and counted), never waited for.",
+            count(UNREAD_STDERR_REQUESTS), secs(PATIENCE))),
         rule("descriptor_exhaustion", FLOODS, format!(
             "Started with at most {} open files (`ulimit -n`) and flooded with {} connections, \
              so that `accept` fails (EMFILE) while more clients wait: the server uses at most {} \
@@ -471,6 +477,10 @@ pub fn rules() -> Vec<Rule> {
             "With standard error closed, SIGTERM still ends the process with exit status 0, \
              within {}: a write or flush that fails on the way out must not change the exit \
              status.",
+            secs(PATIENCE))),
+        rule_if(With(GracefulShutdown), "unread_stderr", SHUTDOWN, format!(
+            "With standard error a full pipe nobody reads, SIGTERM still ends the process with \
+             exit status 0 within {}: the goodbye that cannot be written is dropped.",
             secs(PATIENCE))),
 
         // Before keep-alive and a graceful shutdown.

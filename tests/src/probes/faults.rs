@@ -9,6 +9,7 @@
 //! | the file being served is removed | [`file_removed_mid_response`] |
 //! | signals that stop, continue or are ignored | [`stray_signals`] |
 //! | nobody reads the server's stderr any more | [`closed_stderr`] |
+//! | nobody reads the server's stderr *for now*: the pipe fills | [`unread_stderr`] |
 //! | SIGTERM while `poll` waits (EINTR) | `graceful_shutdown` (concurrency.rs), chapters 3 on |
 //! | a callback that panics | not from outside, as no route panics: see below |
 //!
@@ -352,3 +353,66 @@ pub fn closed_stderr(target: &Target) -> Probed {
     Ok(Outcome::Works)
 }
 // ANCHOR_END: closed_stderr
+
+/// How many `GET /hello` [`unread_stderr`] asks: with `--trace`, each writes a few lines of
+/// trace, so many times the 64 KiB a pipe holds before its writer must wait.
+pub const UNREAD_STDERR_REQUESTS: usize = 2_000;
+
+// ANCHOR: unread_stderr
+/// Logging never stops the server, not even when stderr is a pipe whose reader has stopped
+/// reading without going away (a pager the reader walked away from, a stalled supervisor).
+/// Nothing fails then: once the pipe's buffer is full, a write *waits* until someone reads,
+/// and a loop waiting in a write to stderr serves no one, ever again.
+///
+/// The server is started with `--trace`, its stderr a pipe the suite holds open and never
+/// reads, and asked [`UNREAD_STDERR_REQUESTS`] `GET /hello` (on one kept-alive connection
+/// where the chapter has keep-alive, else one connection each). Each must be answered
+/// within the usual patience; then the server must still serve, and (chapter 3 on) SIGTERM
+/// must still end it with exit status 0, though its goodbye cannot be written.
+pub fn unread_stderr(target: &Target) -> Probed {
+    needs_own_server(target)?;
+    let mut server =
+        target.start(Options { trace: true, unread_stderr: true, ..Options::default() })?;
+    let keeps_alive = manifest::expectation(Capability::KeepAlive, target.chapter) == Expect::Yes;
+    let mut kept = None;
+    for index in 1..=UNREAD_STDERR_REQUESTS {
+        let what = format!(
+            "GET /hello number {index} of {UNREAD_STDERR_REQUESTS}, with --trace and a stderr \
+             pipe nobody reads (a write to a full pipe waits until someone reads)"
+        );
+        let client = match kept.take() {
+            Some(client) => client,
+            None => connect(&server)?,
+        };
+        let mut client = client;
+        sending(&mut client, &get("/hello"), &what)?;
+        let response = receive(&mut client, &server, false, &what)?;
+        expect_status(&response, &[200], &what)?;
+        if keeps_alive && !response.says_close() {
+            kept = Some(client);
+        }
+    }
+    drop(kept);
+    still_serves(&mut server, "requests traced to a full stderr pipe")?;
+
+    if manifest::expectation(Capability::GracefulShutdown, target.chapter) != Expect::Yes {
+        return Ok(Outcome::Works);
+    }
+    server.signal("TERM").map_err(broken)?;
+    match server.wait_for_exit(Instant::now() + PATIENCE) {
+        Some(status) => check!(
+            status.code() == Some(0),
+            "after SIGTERM, with its stderr a full pipe, the process ended with {status}, \
+             expected exit status 0"
+        ),
+        None => {
+            return Err(broken(format!(
+                "with its stderr a full pipe, the process was still running {} s after SIGTERM \
+                 (waiting to write its goodbye?)",
+                PATIENCE.as_secs()
+            )))
+        }
+    }
+    Ok(Outcome::Works)
+}
+// ANCHOR_END: unread_stderr

@@ -111,6 +111,7 @@ pub const PROBES: &[Probe] = &[
     probe("file_removed_mid_response", Basics, faults::file_removed_mid_response),
     probe("stray_signals", Basics, faults::stray_signals),
     probe("closed_stderr", Basics, faults::closed_stderr),
+    probe("unread_stderr", Basics, faults::unread_stderr),
     probe("descriptor_exhaustion", Basics, floods::descriptor_exhaustion),
     probe("pipelined_without_reading", Basics, floods::pipelined_without_reading),
     probe("idle_buffers_given_back", Basics, floods::idle_buffers_given_back),
