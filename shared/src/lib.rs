@@ -12,6 +12,7 @@
 //! - [`app`]: the demo application, a pure function from a request to what to do next.
 //! - [`files`]: serving files from `--root` without ever leaving it.
 //! - [`upstream`]: the bits of an HTTP client that `/upstream/` needs.
+//! - [`memory`]: what a burst of big requests took, given back once the server is idle.
 //! - [`trace`]: `log!` and the `--trace` switch: lines on stderr that never fail or wait.
 //! - [`self_pipe`] and [`signals`]: how a thread or a signal (SIGTERM) wakes an event loop.
 
@@ -21,6 +22,7 @@ pub mod buffer;
 pub mod files;
 pub mod http;
 pub mod listener;
+pub mod memory;
 pub mod self_pipe;
 pub mod signals;
 pub mod trace;

@@ -64,7 +64,10 @@ pub fn listen(config: &Config, nonblocking: bool) -> TcpListener {
 }
 
 /// Prints `listening on http://HOST:PORT` with the real port (`--port 0` picks a free one).
+/// The server serves from now on, so from now on memory a burst leaves behind is given
+/// back to the system once the server is idle again ([`crate::memory`]).
 pub fn announce(config: &Config, port: u16) {
+    crate::memory::give_back_when_idle();
     let mut stdout = io::stdout();
     // Tests and scripts wait for this line, so it must not sit in a buffer.
     let _ = writeln!(stdout, "listening on {}", url(&config.host, port));

@@ -44,7 +44,7 @@ suite! {
         client_resets_mid_response, clients_that_vanish, serves_after_abuse,
         half_close, urgent_byte, file_removed_mid_response, stray_signals, closed_stderr, unread_stderr,
         descriptor_exhaustion, pipelined_without_reading, idle_buffers_given_back,
-        idle_after_a_burst, burst_of_clients,
+        idle_after_a_burst, memory_after_a_storm, burst_of_clients,
         idle_client, half_sent_request, ten_thousand_idle, slow_reader, keep_alive,
         pipelining, pipelined_flood, flood_behind_a_wait, graceful_shutdown, prompt_shutdown,
         sleep_elsewhere,

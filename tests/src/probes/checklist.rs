@@ -38,7 +38,9 @@ use super::floods::{
     GIVEN_BACK_WITHIN, IDLE_BATCH, IDLE_CLIENTS, IDLE_MEMORY_BOUND, LAZY_DESCRIPTORS,
     MAX_CPU_WHILE_FLOODED, PIPELINE_BYTES, PIPELINE_GROWTH_BOUND, PUSHED_BACK_AFTER, ROUND_BYTES,
     SLOWDOWN_BOUND, SLOWLORIS_CLIENTS, SLOWLORIS_FD_LIMIT, SLOWLORIS_HEADER_TIMEOUT,
-    SLOWLORIS_PATIENCE, TEN_THOUSAND_TIMEOUTS, TRICKLE_FOR, TRICKLE_PIECE, WAIT_IN_FRONT_MS,
+    SLOWLORIS_PATIENCE, STORM_BODY, STORM_CLIENTS, STORM_CLIENTS_ONE_AT_A_TIME,
+    STORM_GIVEN_BACK_WITHIN, STORM_GROWTH_BOUND, TEN_THOUSAND_TIMEOUTS, TRICKLE_FOR, TRICKLE_PIECE,
+    WAIT_IN_FRONT_MS,
 };
 use super::routes::{
     BAD_SLEEPS, FIFO_PROMPTLY, IPV6_HOSTS, NOT_ALLOWED, NOT_FOUND, QUICKLY, UNKNOWN_METHODS,
@@ -450,6 +452,15 @@ pub fn rules() -> Vec<Rule> {
              `--threads 1` where that is accepted.)",
             size(PIPELINE_BYTES as u64), size(PIPELINE_GROWTH_BOUND), secs(PUSHED_BACK_AFTER),
             TRICKLE_PIECE, secs(TRICKLE_FOR), secs(PROMPTLY))),
+        rule("memory_after_a_storm", FLOODS, format!(
+            "After one `POST /echo` of {}, alone, {} clients connect ({} where a server serves \
+             one at a time), then all at once each sends one, reads its answer and leaves. Within {} of the last answer, the server's resident memory is \
+             back within {} of what it was at rest: what a burst took goes back to the system, \
+             not only to the allocator (glibc keeps what is freed unless asked: \
+             `malloc_trim`).",
+            size(STORM_BODY as u64), count(STORM_CLIENTS), count(STORM_CLIENTS_ONE_AT_A_TIME),
+            secs(STORM_GIVEN_BACK_WITHIN),
+            size(STORM_GROWTH_BOUND))),
         rule("idle_after_a_burst", FLOODS, format!(
             "{} clients connect, each asks `GET /hello` and falls idle (the timeouts are long): \
              that is the baseline. The server is stopped (SIGSTOP), each sends a {} `POST /echo`, \

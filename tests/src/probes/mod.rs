@@ -116,6 +116,7 @@ pub const PROBES: &[Probe] = &[
     probe("pipelined_without_reading", Basics, floods::pipelined_without_reading),
     probe("idle_buffers_given_back", Basics, floods::idle_buffers_given_back),
     probe("idle_after_a_burst", Basics, floods::idle_after_a_burst),
+    probe("memory_after_a_storm", Basics, floods::memory_after_a_storm),
     probe("burst_of_clients", Basics, floods::burst_of_clients),
     // One row each of the capability table.
     probe("idle_client", IdleClient, concurrency::idle_client),
