@@ -27,9 +27,6 @@ const IDLE_BELOW: Duration = Duration::from_millis(5);
 /// Starts the thread that gives memory back after a burst (once per process: later calls
 /// do nothing). [`crate::listener::announce`] calls it, as the server starts to serve.
 pub fn give_back_when_idle() {
-    if std::env::var_os("NO_TRIM").is_some() {
-        return;
-    }
     static STARTED: std::sync::Once = std::sync::Once::new();
     if cfg!(all(target_os = "linux", target_env = "gnu")) {
         STARTED.call_once(|| {
