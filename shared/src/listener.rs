@@ -63,6 +63,15 @@ pub fn listen(config: &Config, nonblocking: bool) -> TcpListener {
     }
 }
 
+/// Stops `listener` taking clients, from any thread, before its loop gets to close it: a
+/// graceful shutdown's first step where several loops each have a listener (chapter 9 on)
+/// and one thread hears the signal. `shutdown(2)` of a listening socket makes Linux refuse
+/// new connections at once (its queue of finished handshakes is reset: they were never
+/// accepted). Elsewhere it may do nothing; then each loop stops when it closes its own.
+pub fn stop_accepting(listener: &TcpListener) {
+    let _ = socket2::SockRef::from(listener).shutdown(std::net::Shutdown::Read);
+}
+
 /// Prints `listening on http://HOST:PORT` with the real port (`--port 0` picks a free one).
 /// The server serves from now on, so from now on memory a burst leaves behind is given
 /// back to the system once the server is idle again ([`crate::memory`]).

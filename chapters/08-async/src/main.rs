@@ -127,9 +127,10 @@ impl Server {
 async fn accept(listener: Async<TcpListener>, server: Rc<Server>) {
     loop {
         let accept = listener.read_with(TcpListener::accept);
-        let accepted = match race(accept, server.shutdown.wait()).await {
-            Winner::First(accepted) => accepted,
-            Winner::Second(()) => break, // shutting down
+        // The shutdown first, so that once it has begun not one more client is taken in.
+        let accepted = match race(server.shutdown.wait(), accept).await {
+            Winner::Second(accepted) => accepted,
+            Winner::First(()) => break, // shutting down
         };
         let accepted = accepted.and_then(|(stream, peer)| {
             stream.set_nonblocking(true)?;

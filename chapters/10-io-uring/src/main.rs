@@ -52,6 +52,8 @@ pub struct Loops {
     counters: Vec<Counters>,
     /// One per loop: ringing it tells the loop to shut down (see `shut_down_on_wake`).
     doorbells: Vec<Arc<SelfPipe>>,
+    /// Every loop's listener (a second handle): the signal stops them all first.
+    listening: Vec<TcpListener>,
     /// Passed once every loop has its sockets and threads: then we say where to connect.
     set_up: Barrier,
     port: u16,
@@ -116,7 +118,10 @@ fn main() {
     let files = Files::new(&config.root, config.fs_delay);
     let files = Arc::new(files.unwrap_or_else(|error| fail("open --root", error)));
     let upstream_slots = Semaphore::new(config.upstream_limit);
-    let loops = Arc::new(Loops { counters, doorbells, set_up, port, files, upstream_slots });
+    let listening = listeners.iter().map(TcpListener::try_clone).collect::<io::Result<_>>();
+    let listening = listening.unwrap_or_else(|error| fail("copy the listeners", error));
+    let loops = Loops { counters, doorbells, listening, set_up, port, files, upstream_slots };
+    let loops = Arc::new(loops);
 
     // ANCHOR: threads
     // Loop 0 runs on this thread, and watches for signals; the others on threads of their own.
@@ -252,9 +257,10 @@ fn bind(host: &str, port: u16) -> io::Result<TcpListener> {
 /// The listener's task: accepts clients, a task for each, until the server shuts down.
 async fn accept(listener: Async<TcpListener>, server: Rc<Server>) {
     loop {
-        let accepted = match race(listener.accept(), server.shutdown.wait()).await {
-            Winner::First(accepted) => accepted,
-            Winner::Second(()) => break, // shutting down
+        // The shutdown first, so that once it has begun not one more client is taken in.
+        let accepted = match race(server.shutdown.wait(), listener.accept()).await {
+            Winner::Second(accepted) => accepted,
+            Winner::First(()) => break, // shutting down
         };
         match accepted {
             Ok(stream) => {
@@ -290,6 +296,8 @@ async fn broadcast_signal(signals: Async<Signals>, server: Rc<Server>) {
     let signal =
         signals.read_with(|signals| signals.take().ok_or(io::ErrorKind::WouldBlock.into()));
     if let Ok(signal) = signal.await {
+        // Every loop's listener first: a loop may take new clients until its doorbell rings.
+        server.loops.listening.iter().for_each(listener::stop_accepting);
         log!("{signal}: shutting down: no new connections, finishing the ones in flight");
         server.loops.doorbells.iter().for_each(|doorbell| doorbell.wake());
     }

@@ -50,6 +50,8 @@ pub struct Loops {
     counters: Vec<Counters>,
     /// One per loop: ringing it tells the loop to shut down (see `shut_down_on_wake`).
     doorbells: Vec<Arc<SelfPipe>>,
+    /// Every loop's listener (a second handle): the signal stops them all first.
+    listening: Vec<TcpListener>,
     /// Passed once every loop has its sockets and threads: then we say where to connect.
     set_up: Barrier,
     port: u16,
@@ -114,7 +116,10 @@ fn main() {
     let files = Files::new(&config.root, config.fs_delay);
     let files = Arc::new(files.unwrap_or_else(|error| fail("open --root", error)));
     let upstream_slots = Semaphore::new(config.upstream_limit);
-    let loops = Arc::new(Loops { counters, doorbells, set_up, port, files, upstream_slots });
+    let listening = listeners.iter().map(TcpListener::try_clone).collect::<io::Result<_>>();
+    let listening = listening.unwrap_or_else(|error| fail("copy the listeners", error));
+    let loops = Loops { counters, doorbells, listening, set_up, port, files, upstream_slots };
+    let loops = Arc::new(loops);
 
     // ANCHOR: threads
     // Loop 0 runs on this thread, and watches for signals; the others on threads of their own.
@@ -253,13 +258,14 @@ async fn accept(listener: Async<TcpListener>, server: Rc<Server>) {
     let mut accepts = listener.accepts();
     loop {
         let next = std::future::poll_fn(|cx| accepts.poll_next(cx));
-        let accepted = match race(next, server.shutdown.wait()).await {
-            Winner::First(Some(completion)) => net::accepted(completion),
-            Winner::First(None) => {
+        // The shutdown first, so that once it has begun not one more client is taken in.
+        let accepted = match race(server.shutdown.wait(), next).await {
+            Winner::Second(Some(completion)) => net::accepted(completion),
+            Winner::Second(None) => {
                 accepts = listener.accepts(); // it ended (an error came last, say)
                 continue;
             }
-            Winner::Second(()) => break, // shutting down
+            Winner::First(()) => break, // shutting down
         };
         match accepted {
             Ok(stream) => {
@@ -288,6 +294,8 @@ async fn broadcast_signal(signals: Async<Signals>, server: Rc<Server>) {
     let signal =
         signals.read_with(|signals| signals.take().ok_or(io::ErrorKind::WouldBlock.into()));
     if let Ok(signal) = signal.await {
+        // Every loop's listener first: a loop may take new clients until its doorbell rings.
+        server.loops.listening.iter().for_each(listener::stop_accepting);
         log!("{signal}: shutting down: no new connections, finishing the ones in flight");
         server.loops.doorbells.iter().for_each(|doorbell| doorbell.wake());
     }
