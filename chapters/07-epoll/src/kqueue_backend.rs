@@ -102,7 +102,7 @@ impl Poller for KqueueBackend {
         &mut self, _watched: &mut dyn Iterator<Item = (Token, BorrowedFd<'_>, Interest)>,
         timeout: Option<Duration>,
     ) -> io::Result<Vec<Event>> {
-        trace!("kqueue: {} changes, waiting, timeout {timeout:?}", self.changes.len());
+        trace!("kqueue: waiting, timeout {timeout:?}, with {} changes", self.changes.len());
         let waited = self.kqueue.kevent(&self.changes, &mut self.ready, timeout.map(kernel_time));
         // Made even if the wait failed: the kernel takes the changes before it waits (an
         // `EINTR` included), and one it refused comes back as an event, with `EV_ERROR`.
