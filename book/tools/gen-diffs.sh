@@ -87,19 +87,23 @@ copy_lesson() {
     done
 }
 
-# Prints a source file without its anchor lines and without the three lines that hook a
-# sibling test file into it (`#[cfg(test)]`, `#[path = "x_tests.rs"]`, `mod tests;`),
+# Prints a source file without its anchor lines and without the lines that hook a sibling
+# test file into it (`#[cfg(test)]`, `#[path = "x_tests.rs"]`, `mod tests;`, and any
+# `#[cfg(...)]` between the first two, such as chapter 10's `target_os = "linux"`),
 # together with the blank line before them.
 lesson_lines='
 /^[ \t]*(\/\/|#)[ \t]*ANCHOR(_END)?:/ { next }
 { line[++count] = $0 }
 END {
     for (i = 1; i <= count; i++) {
-        if (line[i] == "#[cfg(test)]" && line[i + 1] ~ /^#\[path = ".*tests\.rs"\]$/ &&
-            line[i + 2] == "mod tests;") {
-            if (kept > 0 && out[kept] == "") kept--
-            i += 2
-            continue
+        if (line[i] == "#[cfg(test)]") {
+            j = i + 1
+            while (j <= count && line[j] ~ /^#\[cfg\(/) j++
+            if (line[j] ~ /^#\[path = ".*tests\.rs"\]$/ && line[j + 1] == "mod tests;") {
+                if (kept > 0 && out[kept] == "") kept--
+                i = j + 1
+                continue
+            }
         }
         out[++kept] = line[i]
     }

@@ -17,7 +17,8 @@ pub enum Extra {
     Timeouts,
     /// `--workers` (chapter 6: the thread pool).
     Workers,
-    /// `--backend epoll|poll` (chapter 7: a second way to wait).
+    /// `--backend epoll|poll` on Linux, `--backend kqueue|poll` on macOS and the BSDs
+    /// (chapter 7: a second way to wait).
     Backend,
     /// `--upstream-limit` (chapter 8: a semaphore).
     UpstreamLimit,
@@ -51,7 +52,8 @@ pub struct Config {
     pub send_timeout: Duration,
     /// Threads in the file-system pool (chapter 6).
     pub workers: usize,
-    /// How the loop waits: `Backend::Epoll` (the default) or `Backend::Poll` (chapter 7).
+    /// How the loop waits: the system's own (`Backend::NATIVE`, the default) or
+    /// `Backend::Poll` (chapter 7).
     pub backend: Backend,
     /// At most this many fetches from the upstream at once; the others wait (chapter 8).
     pub upstream_limit: usize,
@@ -59,20 +61,40 @@ pub struct Config {
     pub threads: usize,
 }
 
-/// The kernel mechanism a chapter's loop waits with (`--backend`, chapter 7 on).
+/// The kernel mechanism a chapter's loop waits with (`--backend`, chapter 7 on). Each
+/// system has one of its own, which keeps the list of sockets in the kernel: epoll on
+/// Linux, kqueue on macOS and the BSDs (as Redis picks `ae_epoll.c` or `ae_kqueue.c`). Only
+/// that one exists where we build, so a chapter cannot name the other's by mistake.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
+    #[cfg(target_os = "linux")]
     Epoll,
+    #[cfg(not(target_os = "linux"))]
+    Kqueue,
     Poll,
 }
 
 impl Backend {
-    /// `epoll` or `poll`, as the flag and `/stats` spell it.
+    /// This system's own mechanism, the default.
+    #[cfg(target_os = "linux")]
+    pub const NATIVE: Backend = Backend::Epoll;
+    #[cfg(not(target_os = "linux"))]
+    pub const NATIVE: Backend = Backend::Kqueue;
+
+    /// `epoll`, `kqueue` or `poll`, as the flag and `/stats` spell it.
     pub fn name(self) -> &'static str {
         match self {
+            #[cfg(target_os = "linux")]
             Backend::Epoll => "epoll",
+            #[cfg(not(target_os = "linux"))]
+            Backend::Kqueue => "kqueue",
             Backend::Poll => "poll",
         }
+    }
+
+    /// What `--backend` takes here: `epoll|poll` on Linux, `kqueue|poll` elsewhere.
+    pub fn choices() -> String {
+        format!("{}|{}", Backend::NATIVE.name(), Backend::Poll.name())
     }
 }
 
@@ -96,7 +118,7 @@ impl Config {
             header_timeout: Duration::from_secs(10),
             send_timeout: Duration::from_secs(10),
             workers: 4,
-            backend: Backend::Epoll,
+            backend: Backend::NATIVE,
             upstream_limit: 64,
             // One loop per core, as nginx's `worker_processes auto`.
             threads: std::thread::available_parallelism().map_or(1, |cores| cores.get()),
@@ -201,11 +223,10 @@ impl Config {
                     }
                 }
                 "--backend" => {
-                    config.backend = match value.as_str() {
-                        "epoll" => Backend::Epoll,
-                        "poll" => Backend::Poll,
-                        _ => return Err(bad("epoll or poll")),
-                    }
+                    config.backend = [Backend::NATIVE, Backend::Poll]
+                        .into_iter()
+                        .find(|backend| backend.name() == value)
+                        .ok_or_else(|| bad(&Backend::choices().replace('|', " or ")))?
                 }
                 _ => unreachable!("every flag was matched above"),
             }
@@ -238,12 +259,17 @@ pub fn usage(chapter: &str, extras: &[Extra]) -> String {
     }
     if extras.contains(&Extra::Threads) {
         text.push_str(&format!("\n{pad}[--threads N]"));
+        // Only Linux's SO_REUSEPORT and FreeBSD's SO_REUSEPORT_LB balance new connections
+        // over several listeners on one port; elsewhere the last one bound takes them all.
+        if !cfg!(any(target_os = "linux", target_os = "freebsd")) {
+            text.push_str(" (they share one listener: no SO_REUSEPORT balancing here)");
+        }
     }
     if extras.contains(&Extra::UpstreamLimit) {
         text.push_str(&format!("\n{pad}[--upstream-limit N]"));
     }
     if extras.contains(&Extra::Backend) {
-        text.push_str(&format!("\n{pad}[--backend epoll|poll]"));
+        text.push_str(&format!("\n{pad}[--backend {}]", Backend::choices()));
     }
     if extras.contains(&Extra::Workers) {
         text.push_str(&format!("\n{pad}[--workers N]"));
@@ -297,5 +323,22 @@ mod tests {
         let config = parse(&[Extra::Timeouts], &["--header-timeout", "0.5"]).unwrap().unwrap();
         assert_eq!(config.header_timeout, Duration::from_millis(500));
         assert!(parse(&[Extra::Timeouts], &["--header-timeout", "-1"]).is_err());
+    }
+
+    #[test]
+    fn the_backends_are_this_systems() {
+        let default = parse(&[Extra::Backend], &[]).unwrap().unwrap();
+        assert_eq!(default.backend, Backend::NATIVE);
+        let poll = parse(&[Extra::Backend], &["--backend", "poll"]).unwrap().unwrap();
+        assert_eq!(poll.backend, Backend::Poll);
+        let native = Backend::NATIVE.name();
+        assert_eq!(native, if cfg!(target_os = "linux") { "epoll" } else { "kqueue" });
+        assert!(parse(&[Extra::Backend], &["--backend", native]).is_ok());
+        // The other system's mechanism is no choice here, and the error says what is.
+        let other = if native == "epoll" { "kqueue" } else { "epoll" };
+        let error = parse(&[Extra::Backend], &["--backend", other]).unwrap_err();
+        assert_eq!(error, format!("--backend {other}: expected {native} or poll"));
+        let usage = usage("ch07-epoll", &[Extra::Backend]);
+        assert!(usage.ends_with(&format!("[--backend {native}|poll]")), "{usage}");
     }
 }

@@ -15,15 +15,19 @@
 //! - [`memory`]: what a burst of big requests took, given back once the server is idle.
 //! - [`trace`]: `log!` and the `--trace` switch: lines on stderr that never fail or wait.
 //! - [`self_pipe`] and [`signals`]: how a thread or a signal (SIGTERM) wakes an event loop.
+//! - [`system`]: the system's name, and the line chapters 10-11 refuse to start with off
+//!   Linux; [`linux`]: the Linux numbers those chapters use, so that they build everywhere.
 
 pub mod app;
 pub mod args;
 pub mod buffer;
 pub mod files;
 pub mod http;
+pub mod linux;
 pub mod listener;
 pub mod memory;
 pub mod self_pipe;
 pub mod signals;
+pub mod system;
 pub mod trace;
 pub mod upstream;

@@ -62,6 +62,12 @@ impl Chapter {
         workspace_root().join("chapters").join(self.directory).join("Cargo.toml").is_file()
     }
 
+    /// Does it need Linux? Chapters 10 and 11 wait with io_uring, which only Linux has:
+    /// elsewhere they refuse to start, in one line (`shared::system::needs_linux`).
+    pub fn needs_linux(&self) -> bool {
+        self.number >= 10
+    }
+
     /// "ch01": how the manifest's sentences name a chapter.
     pub fn short_name(&self) -> &'static str {
         self.name.get(..4).unwrap_or(self.name)

@@ -100,6 +100,11 @@ pub fn run(chapter: &'static Chapter, probe: &Probe, launch: Launch) -> Verdict 
         Launch::Start { program: Program::Binary(_) } => Whose::Ours,
         Launch::Start { program: Program::Shell(_) } | Launch::External { .. } => Whose::Readers,
     };
+    // Ours refuse to start where they cannot run: each check says so, and why.
+    if whose == Whose::Ours && chapter.needs_linux() && !cfg!(target_os = "linux") {
+        let refusal = shared::system::refusal(chapter.number, "io_uring");
+        return Verdict::Skipped(format!("{refusal}: the suite cannot check it here"));
+    }
     let target = Target { chapter, launch };
     let probed =
         panic::catch_unwind(AssertUnwindSafe(|| (probe.run)(&target))).unwrap_or_else(|panic| {
@@ -171,11 +176,14 @@ pub fn test(number: u8, probe_name: &str, build_dir: &Path) {
         Verdict::ExpectedLimitation { .. } => println!("{}", describe(chapter, probe, &verdict)),
         // A skipped probe passes its test without having checked anything: said on every
         // run, not only with --nocapture, so that nobody takes it for a pass.
-        Verdict::Skipped(why) => {
-            print_uncaptured(&format!("suite: SKIPPED {} on {}: {why}", probe.name, chapter.name))
-        }
+        Verdict::Skipped(why) => print_uncaptured(&skipped_line(chapter, probe, &why)),
         Verdict::Pass | Verdict::Ahead { .. } => {}
         Verdict::Fail(..) => panic!("{}", describe(chapter, probe, &verdict)),
     }
 }
 // ANCHOR_END: cargo_test
+
+/// What `cargo test` prints, past its capture, for a check that skipped.
+pub fn skipped_line(chapter: &Chapter, probe: &Probe, why: &str) -> String {
+    format!("suite: SKIPPED {} on {}: {why}", probe.name, chapter.name)
+}

@@ -18,8 +18,11 @@
 //! benchmark: it lists every one of up to 100 000 closed connections still in TIME_WAIT.
 //! Even `ss` then takes tens of milliseconds, as the kernel walks them all, so a probe asks
 //! a handful of times, never once per byte.)
-//! Where neither lists the socket (another OS, a server on another machine) the waits
-//! return `None` at once, and the probes rely on timing alone.
+//! macOS and the BSDs have neither: there `netstat` lists the connections with their
+//! queues, and `netstat -L` the listening sockets' queues of connections not yet accepted.
+//! Where nothing lists the socket (a server on another machine) the waits return `None` at
+//! once, and the probes rely on timing alone; where the system lists no sockets at all,
+//! a probe that needs this order of events skips, saying so ([`NO_SOCKET_QUEUES`]).
 
 use std::fs;
 use std::net::{SocketAddr, TcpStream};
@@ -48,7 +51,12 @@ struct Socket {
 /// CLOSING, LAST-ACK (and CLOSE, on its way out), as `ss` names them.
 const CLOSED_HERE: [&str; 5] = ["FIN-WAIT-1", "FIN-WAIT-2", "CLOSING", "LAST-ACK", "UNCONN"];
 
-/// The TCP sockets whose local port is `port`, from `ss` or else `/proc/net/tcp`.
+/// The line a probe skips with where this system lists no sockets (see [`can_list_sockets`]).
+pub const NO_SOCKET_QUEUES: &str = "missing measurement on this system: the kernel's socket \
+    queues (`ss`, Linux's /proc/net/tcp, or `netstat`), which show what the server has read";
+
+/// The TCP sockets whose local port is `port`, from `ss`, else `/proc/net/tcp`, else
+/// `netstat` (macOS, the BSDs).
 fn sockets_on(port: u16) -> Option<Vec<Socket>> {
     static HAVE_SS: OnceLock<bool> = OnceLock::new();
     if *HAVE_SS.get_or_init(|| Command::new("ss").arg("-V").output().is_ok()) {
@@ -56,7 +64,19 @@ fn sockets_on(port: u16) -> Option<Vec<Socket>> {
             return Some(sockets);
         }
     }
-    from_proc(port)
+    from_proc(port).or_else(|| from_netstat(port))
+}
+
+/// Does this system list its sockets' queues at all? Asked once: a listener of our own,
+/// with a client waiting in its queue, must be seen.
+pub fn can_list_sockets() -> bool {
+    static CAN: OnceLock<bool> = OnceLock::new();
+    *CAN.get_or_init(|| {
+        let Ok(listener) = std::net::TcpListener::bind("127.0.0.1:0") else { return false };
+        let Ok(address) = listener.local_addr() else { return false };
+        let _client = TcpStream::connect(address);
+        wait_until_accepted(address, Duration::ZERO).is_some()
+    })
 }
 
 /// `ss -tanH 'sport = :PORT'` prints one socket per line:
@@ -127,6 +147,60 @@ fn from_proc(port: u16) -> Option<Vec<Socket>> {
         })
         .collect();
     Some(sockets)
+}
+
+/// `netstat -an -p tcp` (macOS and the BSDs) prints one connection per line, the port after
+/// the address's last dot: `tcp4  0  0  127.0.0.1.8080  127.0.0.1.52345  ESTABLISHED`.
+/// Its listening sockets show no queue there: `netstat -Lan -p tcp` gives it, as
+/// `0/0/128  127.0.0.1.8080` (macOS; FreeBSD puts `tcp4` first): waiting to be accepted,
+/// handshakes half done, and the most it may hold.
+fn from_netstat(port: u16) -> Option<Vec<Socket>> {
+    let netstat = |args: &[&str]| -> Option<String> {
+        let output = Command::new("netstat").args(args).output().ok()?;
+        output.status.success().then(|| String::from_utf8_lossy(&output.stdout).into_owned())
+    };
+    let connections = netstat(&["-an", "-p", "tcp"])?;
+    let listening = netstat(&["-Lan", "-p", "tcp"])?;
+    Some(parse_netstat(&connections, &listening, port))
+}
+
+/// The sockets on `port` in [`from_netstat`]'s two lists.
+fn parse_netstat(connections: &str, listening: &str, port: u16) -> Vec<Socket> {
+    // "127.0.0.1.8080", "::1.8080", "*.8080": the port is after the last dot.
+    let port_of = |address: &str| address.rsplit_once('.')?.1.parse::<u16>().ok();
+    let mut sockets: Vec<Socket> = connections
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let [proto, receive_queue, _, local, remote, state] = fields[..] else { return None };
+            let socket = Socket {
+                local_port: port_of(local)?,
+                remote_port: port_of(remote).unwrap_or(0), // "*.*" when listening
+                listening: false,
+                receive_queue: receive_queue.parse().ok()?,
+                closed_here: ["FIN_WAIT_1", "FIN_WAIT_2", "CLOSING", "LAST_ACK", "CLOSED"]
+                    .contains(&state),
+                half_open: state == "SYN_RCVD",
+            };
+            let wanted = proto.starts_with("tcp") && socket.local_port == port;
+            (wanted && !["LISTEN", "TIME_WAIT"].contains(&state)).then_some(socket)
+        })
+        .collect();
+    sockets.extend(listening.lines().filter_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let queues = fields.iter().find(|field| field.matches('/').count() == 2)?;
+        let local_port = port_of(fields.last()?)?;
+        let waiting = queues.split('/').next()?.parse().ok()?;
+        (local_port == port).then_some(Socket {
+            local_port,
+            remote_port: 0,
+            listening: true,
+            receive_queue: waiting,
+            closed_here: false,
+            half_open: false,
+        })
+    }));
+    sockets
 }
 
 /// Asks the kernel again and again until `done` says yes, or `timeout` passes. `done` answers `None`
@@ -305,6 +379,62 @@ mod tests {
         server_end.write_all(&[0u8; 1000]).unwrap();
         drop(server_end);
         assert_eq!(wait_until_closed_by_server(&client, Duration::from_secs(1)), Some(true));
+    }
+
+    /// What `netstat` prints on macOS and on FreeBSD, as their manuals and our readers show
+    /// it (this machine cannot run theirs); `sees_accept_and_read` runs the real thing there.
+    #[test]
+    fn reads_netstat_as_macos_and_freebsd_print_it() {
+        let connections = "Active Internet connections (including servers)
+Proto Recv-Q Send-Q  Local Address          Foreign Address        (state)
+tcp4       0      0  127.0.0.1.8080         127.0.0.1.52345        ESTABLISHED
+tcp4       4      0  127.0.0.1.8080         127.0.0.1.52346        ESTABLISHED
+tcp4       0  65536  127.0.0.1.8080         127.0.0.1.52347        FIN_WAIT_1
+tcp4       0      0  127.0.0.1.8080         127.0.0.1.52348        TIME_WAIT
+tcp4       0      0  127.0.0.1.52345        127.0.0.1.8080         ESTABLISHED
+tcp4       0      0  127.0.0.1.8080         *.*                    LISTEN
+tcp6       0      0  ::1.8080               ::1.52349              SYN_RCVD
+udp4       0      0  *.8080                 *.*
+";
+        let macos = "Current listen queue sizes (qlen/incqlen/maxqlen)
+Listen         Local Address
+3/0/1024       127.0.0.1.8080
+0/0/128        *.22
+";
+        let freebsd = "Current listen queue sizes (qlen/incqlen/maxqlen)
+Proto Listen                           Local Address
+tcp4  3/0/1024                         127.0.0.1.8080
+tcp4  0/0/128                          *.22
+";
+        for listening in [macos, freebsd] {
+            let sockets = parse_netstat(connections, listening, 8080);
+            let seen: Vec<_> = sockets
+                .iter()
+                .map(|s| (s.remote_port, s.listening, s.receive_queue, s.closed_here, s.half_open))
+                .collect();
+            assert_eq!(
+                seen,
+                [
+                    (52345, false, 0, false, false),
+                    (52346, false, 4, false, false),
+                    (52347, false, 0, true, false),
+                    (52349, false, 0, false, true),
+                    (0, true, 3, false, false),
+                ]
+            );
+        }
+    }
+
+    /// Linux always can (/proc/net/tcp); elsewhere it is said, once, when it cannot.
+    #[test]
+    fn this_system_lists_its_sockets() {
+        if cfg!(target_os = "linux") {
+            assert!(can_list_sockets(), "neither `ss` nor /proc/net/tcp lists our listener");
+        } else if !can_list_sockets() {
+            let line =
+                format!("SKIPPED: kernel::this_system_lists_its_sockets: {NO_SOCKET_QUEUES}");
+            print_uncaptured(&line);
+        }
     }
 
     #[test]

@@ -648,16 +648,16 @@ mod tests {
         let sleeper = line.trim().to_string();
         drop(group);
         let _ = child.wait();
-        // Gone, or a zombie nobody has reaped yet: either way, no longer running.
+        // Gone (`ps` lists nothing), or a zombie nobody has reaped yet (`Z`): either way, no
+        // longer running. `ps`, not /proc, so that macOS and the BSDs check it too.
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
-            let stat = std::fs::read_to_string(format!("/proc/{sleeper}/stat"));
-            let Ok(stat) = stat else { break };
-            let state = stat.rsplit(')').next().unwrap_or_default().split_whitespace().next();
-            if state == Some("Z") {
+            let ps = Command::new("ps").args(["-o", "stat=", "-p", &sleeper]).output();
+            let state = String::from_utf8_lossy(&ps.expect("ps").stdout).trim().to_string();
+            if state.is_empty() || state.starts_with('Z') {
                 break;
             }
-            assert!(Instant::now() < deadline, "the background sleep survived: {stat}");
+            assert!(Instant::now() < deadline, "the background sleep survived: {state}");
             thread::sleep(Duration::from_millis(10));
         }
     }

@@ -7,7 +7,7 @@
 //! instead. We tell it once when a socket comes, changes what it waits for, or goes
 //! (`epoll_ctl`), and `epoll_wait` hands back only the sockets that are ready: a turn
 //! costs time in proportion to what is ready. (macOS and the BSDs have the same idea as
-//! `kqueue`; this chapter and the next two are Linux-only for it.)
+//! kqueue: `kqueue_backend.rs`, this file's twin.)
 //!
 //! Level-triggered, as `poll` is and as our callbacks expect: a socket with bytes left
 //! unread is reported again on the next turn, so a callback may read less than all of
@@ -72,14 +72,10 @@ impl Poller for EpollBackend {
         trace!("epoll: {count} ready");
         let events = self.ready[..count].iter().map(|ready| {
             let flags = ready.events();
-            // An error or hang-up is both readable and writable, as in `poll_backend.rs`.
             let failed = flags.intersects(EpollFlags::EPOLLERR | EpollFlags::EPOLLHUP);
-            Event {
-                token: Token(ready.data()),
-                readable: failed || flags.contains(EpollFlags::EPOLLIN),
-                writable: failed || flags.contains(EpollFlags::EPOLLOUT),
-                failed,
-            }
+            let readable = flags.contains(EpollFlags::EPOLLIN);
+            let writable = flags.contains(EpollFlags::EPOLLOUT);
+            Event::new(Token(ready.data()), readable, writable, failed)
         });
         Ok(events.collect())
     }

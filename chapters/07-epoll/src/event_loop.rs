@@ -8,7 +8,8 @@
 //! - New in chapter 5, the ready queue: callbacks that are ready to run, put there by promises
 //!   when they settle (`promise.rs`), and run once a turn.
 //! - New in chapter 7, the kernel's side of the loop is a [`Poller`], one per mechanism:
-//!   `epoll_backend.rs` (the default) or `poll_backend.rs` (`--backend poll`).
+//!   the system's own, the default (`epoll_backend.rs` on Linux, `kqueue_backend.rs` on
+//!   macOS and the BSDs), or `poll_backend.rs` (`--backend poll`).
 //! - [`EventLoop::turn`] waits in the poller, then runs the callbacks of the sockets that
 //!   are ready, the timers that are due and the ready callbacks.
 
@@ -24,7 +25,10 @@ use std::time::{Duration, Instant};
 use shared::args::Backend;
 use shared::{log, trace};
 
+#[cfg(target_os = "linux")]
 use crate::epoll_backend::EpollBackend;
+#[cfg(not(target_os = "linux"))]
+use crate::kqueue_backend::KqueueBackend;
 use crate::poll_backend::PollBackend;
 use crate::poller::{Interest, Poller, Token};
 use crate::timers::{TimerId, Timers};
@@ -83,7 +87,10 @@ impl<S: 'static> EventLoop<S> {
     // ANCHOR: registrations
     pub fn new(backend: Backend) -> io::Result<EventLoop<S>> {
         let poller: Box<dyn Poller> = match backend {
+            #[cfg(target_os = "linux")]
             Backend::Epoll => Box::new(EpollBackend::new()?),
+            #[cfg(not(target_os = "linux"))]
+            Backend::Kqueue => Box::new(KqueueBackend::new()?),
             Backend::Poll => Box::new(PollBackend),
         };
         trace!("backend: {}", backend.name());

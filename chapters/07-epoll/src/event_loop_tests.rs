@@ -59,10 +59,10 @@ fn register_probe(
     (event_loop.register(probe, interest).expect("register"), peer)
 }
 
-/// The loop on epoll, the chapter's default: these tests once ran on `poll` (chapters 3-6)
-/// and must not notice the difference.
+/// The loop on the system's own backend, the chapter's default (epoll; kqueue on macOS and
+/// the BSDs): these tests once ran on `poll` (chapters 3-6) and must not notice the difference.
 fn new_loop() -> EventLoop<State> {
-    EventLoop::new(Backend::Epoll).expect("epoll")
+    EventLoop::new(Backend::NATIVE).expect("the system's backend")
 }
 
 fn nothing() -> Action {

@@ -3,14 +3,18 @@
 //! Chapter 6's server, unchanged but for how its loop waits. `poll(2)` is handed every
 //! open socket on every turn, so each turn costs time in proportion to all of them, busy
 //! or idle. epoll (`epoll_backend.rs`) keeps that list in the kernel and hands back only
-//! the ready ones. Both sit behind the same small interface (`Poller` in `event_loop.rs`),
-//! chosen at startup with `--backend epoll|poll`, so the same server can be run both ways
-//! and compared; `--trace` and `/stats` say which one runs.
+//! the ready ones; on macOS and the BSDs, kqueue does the same (`kqueue_backend.rs`). Each
+//! sits behind the same small interface as poll (`Poller` in `poller.rs`), chosen at
+//! startup with `--backend epoll|poll` (`kqueue|poll` there), so the same server can be run
+//! both ways and compared; `--trace` and `/stats` say which one runs.
 
 mod connection;
+#[cfg(target_os = "linux")]
 mod epoll_backend;
 mod event_loop;
 mod fs;
+#[cfg(not(target_os = "linux"))]
+mod kqueue_backend;
 mod poll_backend;
 mod poller;
 mod promise;

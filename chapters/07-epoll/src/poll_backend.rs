@@ -1,5 +1,6 @@
 //! The part of the loop that talks to the kernel, `poll(2)`: one file per way of waiting,
-//! as Redis has `ae_select.c` and `ae_epoll.c` (and chapter 7 `epoll_backend.rs`). `poll`
+//! as Redis has `ae_select.c` and `ae_epoll.c` (and chapter 7 `epoll_backend.rs` and
+//! `kqueue_backend.rs`). `poll`
 //! keeps no memory: every turn we hand it the whole list of sockets and what we want from
 //! each, as chapter 2 did.
 
@@ -49,12 +50,10 @@ pub fn wait<'fd>(
     trace!("poll: {ready} ready");
     let events = fds.iter().zip(tokens).filter_map(|(fd, token)| {
         let revents = fd.revents().unwrap_or(PollFlags::empty());
-        // An error or hang-up counts as readable and writable, as in Redis: the handler's
-        // next `read` or `write` meets the problem (EOF, ECONNRESET, EPIPE) on its own path.
         let failed = revents.intersects(PollFlags::POLLERR | PollFlags::POLLHUP);
-        let readable = failed || revents.contains(PollFlags::POLLIN);
-        let writable = failed || revents.contains(PollFlags::POLLOUT);
-        (readable || writable).then_some(Event { token, readable, writable, failed })
+        let readable = revents.contains(PollFlags::POLLIN);
+        let writable = revents.contains(PollFlags::POLLOUT);
+        (readable || writable || failed).then(|| Event::new(token, readable, writable, failed))
     });
     Ok(events.collect())
 }

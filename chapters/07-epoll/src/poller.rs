@@ -37,11 +37,20 @@ pub struct Event {
     pub failed: bool,
 }
 
+impl Event {
+    /// What a backend saw, in the loop's words. An error or a hang-up counts as readable
+    /// and writable, as in Redis: the handler's next `read` or `write` meets the problem
+    /// (EOF, ECONNRESET, EPIPE) on its own path. Every backend says it through here.
+    pub fn new(token: Token, readable: bool, writable: bool, failed: bool) -> Event {
+        Event { token, readable: failed || readable, writable: failed || writable, failed }
+    }
+}
+
 /// New in chapter 7: the kernel's side of the loop, one implementation per mechanism, as
-/// Redis has `ae_epoll.c` and `ae_select.c` behind the same four functions. A mechanism
-/// that keeps its list of sockets in the kernel (epoll) is told when a registration
-/// comes, changes or goes; one handed the whole list on every wait (poll) needs nothing,
-/// which is what these three do unless a backend says otherwise.
+/// Redis has `ae_epoll.c`, `ae_kqueue.c` and `ae_select.c` behind the same four functions.
+/// A mechanism that keeps its list of sockets in the kernel (epoll, kqueue) is told when a
+/// registration comes, changes or goes; one handed the whole list on every wait (poll)
+/// needs nothing, which is what these three do unless a backend says otherwise.
 pub trait Poller {
     fn add(&mut self, _fd: BorrowedFd, _token: Token, _interest: Interest) -> io::Result<()> {
         Ok(())

@@ -116,7 +116,7 @@ impl Server {
             timers_pending: time::pending() as u64,
             jobs_queued: jobs_queued as u64,
             jobs_running: jobs_running as u64,
-            backend: "epoll",
+            backend: shared::args::Backend::NATIVE.name(),
         };
         Context { chapter: self.config.chapter, upstream: self.config.upstream, stats }
     }
@@ -147,7 +147,7 @@ async fn accept(listener: Async<TcpListener>, server: Rc<Server>) {
                 log!("accept: {error}; pausing accepts");
                 time::sleep(Duration::from_millis(100)).await;
             }
-            Err(error) => trace!("accept: {error}"), // it reset first, or epoll refused it
+            Err(error) => trace!("accept: {error}"), // it reset first, or the reactor refused it
         }
     }
     // Dropped here: the listener closes, and new connects fail at once.
@@ -177,7 +177,7 @@ async fn refresh_date(server: Rc<Server>) {
 
 /// Registers a descriptor of the server's own with the reactor, or fails.
 fn watch<T: AsFd>(descriptor: T) -> Async<T> {
-    Async::new(descriptor).unwrap_or_else(|error| fail("register with epoll", error))
+    Async::new(descriptor).unwrap_or_else(|error| fail("register with the reactor", error))
 }
 
 /// Setup failed: a one-line error and exit status 1, as for a port in use.

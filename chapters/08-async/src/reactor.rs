@@ -11,6 +11,11 @@
 //! That costs no `epoll_ctl` per wait, and a socket a task is not waiting for (bytes that
 //! arrived while it was busy) does not wake the loop over and over.
 //!
+//! What the reactor needs of the kernel (register once, both ways, edge-triggered; wait)
+//! is a small module per mechanism, picked by the system we build for: `reactor/epoll.rs`
+//! on Linux, `reactor/kqueue.rs` (`EV_CLEAR`, a hang-up as `EV_EOF`) on macOS and the BSDs.
+//! Both say what they saw as an [`Event`]; all the rest here is the same everywhere.
+//!
 //! One reactor per thread (a thread-local), as the executor and the timers: tasks reach it
 //! from wherever they are polled, as Tokio's do.
 
@@ -22,10 +27,16 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
-
 use shared::self_pipe::SelfPipe;
-use shared::trace;
+
+#[cfg(target_os = "linux")]
+mod epoll;
+#[cfg(not(target_os = "linux"))]
+mod kqueue;
+#[cfg(target_os = "linux")]
+use epoll::Poller;
+#[cfg(not(target_os = "linux"))]
+use kqueue::Poller;
 
 // ANCHOR: reactor
 /// Names one registered socket; its epoll events carry it back, as chapter 7's tokens did.
@@ -43,6 +54,18 @@ pub enum Direction {
     Write,
 }
 
+/// What the kernel said of one registration (`key`), in the reactor's words: a poller
+/// turns each event of its own into one of these.
+pub struct Event {
+    key: u64,
+    readable: bool,
+    writable: bool,
+    /// The peer has shut its side: nothing more will come to read.
+    hung_up: bool,
+    /// The socket has failed (a reset) or is gone both ways: nothing will go out either.
+    failed: bool,
+}
+
 /// What the reactor knows of one direction of one socket.
 #[derive(Default)]
 struct Readiness {
@@ -57,8 +80,9 @@ struct Readiness {
 }
 
 struct Reactor {
-    epoll: Epoll,
-    events: Vec<EpollEvent>,
+    poller: Poller,
+    /// What the last wait saw, kept to be reused, as `woken` is.
+    events: Vec<Event>,
     sources: BTreeMap<Source, [Readiness; 2]>,
     next: u64,
     /// Wakes the loop from other threads (see `doorbell`).
@@ -76,13 +100,11 @@ fn with<T>(f: impl FnOnce(&mut Reactor) -> io::Result<T>) -> io::Result<T> {
     REACTOR.with(|reactor| {
         let mut reactor = reactor.borrow_mut();
         if reactor.is_none() {
-            let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?;
+            let poller = Poller::new()?;
             let doorbell = Arc::new(SelfPipe::new()?);
-            let flags = EpollFlags::EPOLLIN | EpollFlags::EPOLLET;
-            epoll.add(doorbell.as_fd(), EpollEvent::new(flags, DOORBELL))?;
-            let events = vec![EpollEvent::empty(); 1024];
-            let (sources, woken) = (BTreeMap::new(), Vec::new());
-            *reactor = Some(Reactor { epoll, events, sources, next: 0, doorbell, woken });
+            poller.add(doorbell.as_fd(), DOORBELL, &[Direction::Read])?;
+            let (events, sources, woken) = (Vec::new(), BTreeMap::new(), Vec::new());
+            *reactor = Some(Reactor { poller, events, sources, next: 0, doorbell, woken });
         }
         f(reactor.as_mut().expect("made just above"))
     })
@@ -103,9 +125,7 @@ impl Source {
         with(|reactor| {
             let source = Source(reactor.next);
             reactor.next += 1;
-            let both = EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT | EpollFlags::EPOLLRDHUP;
-            let both = both | EpollFlags::EPOLLET;
-            reactor.epoll.add(fd, EpollEvent::new(both, source.0))?;
+            reactor.poller.add(fd, source.0, &[Direction::Read, Direction::Write])?;
             let ready = || Readiness { ready: true, closed: false, waiters: Vec::new() };
             reactor.sources.insert(source, [ready(), ready()]);
             Ok(source)
@@ -116,7 +136,7 @@ impl Source {
     pub fn deregister(self, fd: BorrowedFd) {
         let _ = with(|reactor| {
             reactor.sources.remove(&self);
-            Ok(reactor.epoll.delete(fd)?)
+            reactor.poller.delete(fd)
         });
     }
     // ANCHOR_END: register
@@ -175,32 +195,25 @@ impl Source {
 /// Waits until a socket is ready or `timeout` passes, and wakes the tasks waiting for the
 /// sockets that are. (The executor's turn calls it; see `executor.rs`.)
 pub fn wait(timeout: Option<Duration>) -> io::Result<()> {
-    trace!("epoll: waiting, timeout {timeout:?}");
-    let timeout = timeout.map_or(EpollTimeout::NONE, |timeout| {
-        // Rounded up, as in chapter 4: never wake just before a timer is due.
-        EpollTimeout::try_from(timeout.as_nanos().div_ceil(1_000_000)).unwrap_or(EpollTimeout::MAX)
-    });
     let mut woken = with(|reactor| {
-        let count = match reactor.epoll.wait(&mut reactor.events, timeout) {
-            Ok(count) => count,
-            Err(nix::errno::Errno::EINTR) => 0, // a signal: nothing ready yet
-            Err(error) => return Err(error.into()),
-        };
-        trace!("epoll: {count} ready");
-        for event in &reactor.events[..count] {
-            if event.data() == DOORBELL {
+        match reactor.poller.wait(timeout, &mut reactor.events) {
+            Ok(()) => {}
+            // A signal: nothing ready yet.
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => reactor.events.clear(),
+            Err(error) => return Err(error),
+        }
+        for event in &reactor.events {
+            if event.key == DOORBELL {
                 reactor.doorbell.drain(); // the tasks it was rung for are queued already
                 continue;
             }
-            let Some(source) = reactor.sources.get_mut(&Source(event.data())) else { continue };
-            let flags = event.events();
-            let failed = flags.intersects(EpollFlags::EPOLLERR | EpollFlags::EPOLLHUP);
-            let hung_up = failed || flags.contains(EpollFlags::EPOLLRDHUP);
-            for (direction, flag, closed) in [
-                (Direction::Read, EpollFlags::EPOLLIN, hung_up),
-                (Direction::Write, EpollFlags::EPOLLOUT, failed),
+            let Some(source) = reactor.sources.get_mut(&Source(event.key)) else { continue };
+            let hung_up = event.failed || event.hung_up;
+            for (direction, ready, closed) in [
+                (Direction::Read, event.readable, hung_up),
+                (Direction::Write, event.writable, event.failed),
             ] {
-                if closed || flags.contains(flag) {
+                if closed || ready {
                     let readiness = &mut source[direction as usize];
                     readiness.ready = true;
                     readiness.closed |= closed;

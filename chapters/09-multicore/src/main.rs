@@ -3,7 +3,8 @@
 //! Every chapter so far used one core. Here chapter 8's server runs `--threads N` times
 //! (default: one per core), each on a thread of its own with its own executor, reactor
 //! and timers (they are thread-locals already), and its own listening socket on the same
-//! port: with `SO_REUSEPORT` the kernel spreads new connections across them. Nothing is
+//! port: with `SO_REUSEPORT` the kernel spreads new connections across them (on macOS,
+//! which cannot, the loops share one listener: see [`another`]). Nothing is
 //! shared but what is said out loud in [`Loops`]: each loop's counters (atomics, summed by
 //! `/stats`), the doorbells that carry a shutdown to every loop, and what the whole server
 //! has one of: the thread pool for files (its workers wake the task that asked, on
@@ -109,7 +110,8 @@ fn main() {
     let port = first.local_addr().map_or(config.port, |address| address.port());
     let mut listeners = vec![first];
     for _ in 1..config.threads {
-        listeners.push(bind(&config.host, port).unwrap_or_else(|error| fail("listen", error)));
+        let listener = another(&listeners[0], &config.host, port);
+        listeners.push(listener.unwrap_or_else(|error| fail("listen", error)));
     }
     // ANCHOR_END: listeners
     let doorbells = (0..config.threads).map(|_| SelfPipe::new().map(Arc::new));
@@ -218,7 +220,7 @@ impl Server {
             timers_pending: sum(|c| &c.timers_pending),
             jobs_queued: jobs_queued as u64,
             jobs_running: jobs_running as u64,
-            backend: "epoll",
+            backend: shared::args::Backend::NATIVE.name(),
         };
         Context { chapter: self.config.chapter, upstream, stats }
     }
@@ -241,11 +243,29 @@ impl Server {
 // ANCHOR: bind
 /// A listening socket that shares its port with the other loops': `SO_REUSEPORT`, and the
 /// kernel hands each new connection to one of them (by a hash of its addresses).
+/// FreeBSD (12 on) calls it `SO_REUSEPORT_LB`; macOS has no such thing (see [`another`]).
 fn bind(host: &str, port: u16) -> io::Result<TcpListener> {
     listener::bind_with(host, port, |socket| {
+        #[cfg(target_os = "linux")]
         socket.set_reuse_port(true)?;
+        #[cfg(target_os = "freebsd")]
+        socket.set_reuse_port_lb(true)?;
         socket.set_nonblocking(true)
     })
+}
+
+/// The listener of a loop after the first: one of its own on `port` where the kernel
+/// balances (see [`bind`]). On macOS, where the last socket bound with `SO_REUSEPORT` takes
+/// every connection, the loops share the first listener instead (each a descriptor of it):
+/// a new client wakes every loop, and one accepts it. `--threads` still counts loops.
+#[cfg(any(target_os = "linux", target_os = "freebsd"))]
+fn another(_first: &TcpListener, host: &str, port: u16) -> io::Result<TcpListener> {
+    bind(host, port)
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "freebsd")))]
+fn another(first: &TcpListener, _host: &str, _port: u16) -> io::Result<TcpListener> {
+    first.try_clone()
 }
 // ANCHOR_END: bind
 
@@ -274,7 +294,7 @@ async fn accept(listener: Async<TcpListener>, server: Rc<Server>) {
                 log!("accept: {error}; pausing accepts");
                 time::sleep(Duration::from_millis(100)).await;
             }
-            Err(error) => trace!("accept: {error}"), // it reset first, or epoll refused it
+            Err(error) => trace!("accept: {error}"), // it reset first, or the reactor refused it
         }
     }
     // Dropped here: the listener closes, and new connects fail at once.
@@ -316,7 +336,7 @@ async fn refresh_date(server: Rc<Server>) {
 
 /// Registers a descriptor of the loop's own with its reactor, or fails.
 fn watch<T: AsFd>(descriptor: T) -> Async<T> {
-    Async::new(descriptor).unwrap_or_else(|error| fail("register with epoll", error))
+    Async::new(descriptor).unwrap_or_else(|error| fail("register with the reactor", error))
 }
 
 /// Setup failed: a one-line error and exit status 1, as for a port in use.

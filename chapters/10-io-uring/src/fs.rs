@@ -47,7 +47,7 @@ impl Files {
         let flags = (libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC) as u64;
         // `openat2`'s `struct open_how { flags, mode, resolve }`, 24 bytes (`<linux/openat2.h>`).
         // With `RESOLVE_BENEATH`, the kernel refuses a path that leads out of the root.
-        let how = [flags, 0, libc::RESOLVE_BENEATH];
+        let how = [flags, 0, shared::linux::RESOLVE_BENEATH];
         let path = CString::new(relative.as_os_str().as_bytes()).map_err(|_| files::not_found())?;
         let root = self.root.as_raw_fd(); // lives as long as `self`, and so as the operation
         self.slow_disk().await;

@@ -90,6 +90,7 @@ pub struct Server {
 }
 
 fn main() {
+    shared::system::needs_linux(10, "io_uring"); // elsewhere, one line and exit status 2
     let extras = [Extra::Timeouts, Extra::UpstreamLimit, Extra::Threads];
     let config = Config::from_args("ch10-io-uring", &extras);
     if config.trace {

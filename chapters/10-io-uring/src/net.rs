@@ -78,7 +78,7 @@ impl Async<TcpListener> {
             submit(self.inner.clone(), None, |listener| {
                 let entry =
                     io_uring_sqe::new(IORING_OP_ACCEPT, listener.as_raw_fd(), std::ptr::null(), 0);
-                entry.with(libc::SOCK_CLOEXEC as u32, 0)
+                entry.with(shared::linux::SOCK_CLOEXEC as u32, 0)
             })
         };
         let socket = accept.await.0? as i32;

@@ -108,5 +108,6 @@ impl Drop for BufferRing {
 }
 
 #[cfg(test)]
+#[cfg(target_os = "linux")] // they need io_uring
 #[path = "buffers_tests.rs"]
 mod tests;

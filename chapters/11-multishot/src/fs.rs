@@ -13,12 +13,12 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::Duration;
 
-use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::libc;
 use nix::sys::stat::{fstat, SFlag};
 
 use shared::files;
 use shared::http::Response;
+use shared::linux;
 
 use crate::proactor::submit;
 use crate::ring::{io_uring_sqe, IORING_OP_OPENAT2, IORING_OP_SPLICE};
@@ -42,7 +42,7 @@ impl Files {
         let flags = (libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC) as u64;
         // `openat2`'s `struct open_how { flags, mode, resolve }`, 24 bytes (`<linux/openat2.h>`).
         // With `RESOLVE_BENEATH`, the kernel refuses a path that leads out of the root.
-        let how = Box::new([flags, 0, libc::RESOLVE_BENEATH]);
+        let how = Box::new([flags, 0, linux::RESOLVE_BENEATH]);
         let path = CString::new(relative.as_os_str().as_bytes()).map_err(|_| files::not_found())?;
         let root = self.root.as_raw_fd(); // lives as long as `self`, and so as the operation
         self.slow_disk().await;
@@ -99,10 +99,8 @@ pub struct Pipe {
 
 impl Pipe {
     pub fn new() -> io::Result<Pipe> {
-        let (reader, writer) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
-        let size = fcntl(&writer, FcntlArg::F_SETPIPE_SZ(1 << 20))
-            .or_else(|_| fcntl(&writer, FcntlArg::F_GETPIPE_SZ))?;
-        Ok(Pipe { reader: Rc::new(reader), writer: Rc::new(writer), size: size as usize })
+        let (reader, writer, size) = linux::pipe(1 << 20)?;
+        Ok(Pipe { reader: Rc::new(reader), writer: Rc::new(writer), size })
     }
 }
 
@@ -125,5 +123,6 @@ pub async fn splice<F: AsRawFd + 'static, T: AsRawFd + 'static>(
 // ANCHOR_END: splice
 
 #[cfg(test)]
+#[cfg(target_os = "linux")] // they need io_uring
 #[path = "fs_tests.rs"]
 mod tests;

@@ -88,6 +88,7 @@ pub struct Server {
 }
 
 fn main() {
+    shared::system::needs_linux(11, "io_uring"); // elsewhere, one line and exit status 2
     let extras = [Extra::Timeouts, Extra::UpstreamLimit, Extra::Threads];
     let config = Config::from_args("ch11-multishot", &extras);
     if config.trace {

@@ -23,6 +23,7 @@ use nix::libc::{self, POLLIN, POLLOUT};
 use nix::sys::socket::{self, MsgFlags};
 
 use shared::buffer::Buffer;
+use shared::linux;
 use shared::upstream;
 
 use crate::buffers::GROUP;
@@ -94,7 +95,7 @@ impl Async<TcpListener> {
                 let entry =
                     io_uring_sqe::new(IORING_OP_ACCEPT, listener.as_raw_fd(), std::ptr::null(), 0);
                 // Non-blocking (new): a splice to it says `EAGAIN`, not wait on a worker.
-                let entry = entry.with((libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK) as u32, 0);
+                let entry = entry.with((linux::SOCK_CLOEXEC | linux::SOCK_NONBLOCK) as u32, 0);
                 io_uring_sqe { ioprio: IORING_ACCEPT_MULTISHOT, ..entry }
             })
         }
@@ -254,5 +255,6 @@ fn timed_out(error: io::Error) -> io::Error {
 }
 
 #[cfg(test)]
+#[cfg(target_os = "linux")] // they need io_uring
 #[path = "net_tests.rs"]
 mod tests;

@@ -380,5 +380,6 @@ impl<T> Drop for Op<T> {
 // ANCHOR_END: op
 
 #[cfg(test)]
+#[cfg(target_os = "linux")] // they need io_uring
 #[path = "proactor_tests.rs"]
 mod tests;

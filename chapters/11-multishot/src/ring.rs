@@ -21,6 +21,8 @@ use std::time::Duration;
 
 use nix::libc::{self, c_long};
 
+use shared::linux;
+
 // ANCHOR: structs
 /// One request. Where the header has a union, the field has the name we use it by.
 #[repr(C)]
@@ -199,7 +201,7 @@ impl Ring {
         let mut params = io_uring_params { cq_entries: completions, flags, ..Default::default() };
         // SAFETY: the kernel reads and fills in `params`, which lives through the call.
         let fd = unsafe {
-            libc::syscall(libc::SYS_io_uring_setup, c_long::from(entries), &raw mut params)
+            libc::syscall(linux::SYS_io_uring_setup, c_long::from(entries), &raw mut params)
         };
         if fd < 0 {
             return Err(unavailable(&io::Error::last_os_error().to_string()));
@@ -281,7 +283,7 @@ impl Ring {
     /// memory (`EAGAIN`) end the wait early; the caller reaps what there is, turns again.
     pub fn submit_and_wait(&mut self, timeout: Option<Duration>) -> io::Result<u32> {
         match self.enter(1, IORING_ENTER_GETEVENTS, timeout) {
-            Err(error) if matches!(error.raw_os_error(), Some(libc::EINTR | libc::ETIME)) => Ok(0),
+            Err(error) if matches!(error.raw_os_error(), Some(libc::EINTR | linux::ETIME)) => Ok(0),
             Err(error) if error.raw_os_error() == Some(libc::EAGAIN) => Ok(0),
             result => result,
         }
@@ -299,7 +301,7 @@ impl Ring {
         // the kernel takes are the caller's promise (see `push`).
         let result = unsafe {
             let arg = &raw const arg;
-            libc::syscall(libc::SYS_io_uring_enter, fd, to_submit, wait_for, flags, arg, size)
+            libc::syscall(linux::SYS_io_uring_enter, fd, to_submit, wait_for, flags, arg, size)
         };
         match result {
             -1 => Err(io::Error::last_os_error()),
@@ -315,7 +317,7 @@ impl Ring {
         let [fd, opcode, count] = [self.fd.as_raw_fd() as u32, opcode, 1].map(c_long::from);
         let arg = &raw const *arg;
         // SAFETY: the caller's promise.
-        match unsafe { libc::syscall(libc::SYS_io_uring_register, fd, opcode, arg, count) } {
+        match unsafe { libc::syscall(linux::SYS_io_uring_register, fd, opcode, arg, count) } {
             -1 => Err(io::Error::last_os_error()),
             _ => Ok(()),
         }
@@ -367,5 +369,11 @@ impl io_uring_sqe {
 // ANCHOR_END: reap
 
 #[cfg(test)]
+#[cfg(target_os = "linux")] // they need io_uring
 #[path = "ring_tests.rs"]
+mod tests;
+
+#[cfg(test)]
+#[cfg(not(target_os = "linux"))] // where there is none, one test says so
+#[path = "off_linux_tests.rs"]
 mod tests;

@@ -16,7 +16,8 @@
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::floods::{measured, pid, LAZY_DESCRIPTORS};
+use super::floods::{pid, LAZY_DESCRIPTORS};
+use super::measured;
 use super::routes::usage;
 use super::{
     broken, check, connect, expect_status, get, needs_own_server, receive, reset, seconds, sending,
@@ -252,6 +253,7 @@ fn full_pipeline_leaves(server: &Server, at_rest: u64) -> Result<Option<String>,
         "GET /sleep?ms={FULL_SLEEP_MS} with {} KiB of pipelined GET /hello behind it",
         FULL_PIPELINE_BYTES >> 10
     );
+    super::needs_socket_queues()?;
     let mut client = connect(server)?;
     sending(&mut client, &request, &what)?;
     // The server has read the sleep and a megabyte behind it: its buffer is full, and a
@@ -331,13 +333,14 @@ fn pipeline_leaves_the_upstream(target: &Target) -> Result<Option<String>, Stop>
 fn pipelines_leave(target: &Target) -> Result<Option<String>, Stop> {
     let mut server = target.server()?;
     let pid = pid(&server)?;
-    let at_rest = measured(resources::open_descriptors(pid))?;
+    let at_rest = measured(resources::open_descriptors(pid), resources::NO_DESCRIPTORS)?;
     let request = get(&format!("/sleep?ms={PIPELINED_SLEEP_MS}"));
     let count = PIPELINE_BYTES / request.len();
     let what = format!(
         "{} KiB of pipelined GET /sleep?ms={PIPELINED_SLEEP_MS} ({count} requests) in one write",
         PIPELINE_BYTES >> 10
     );
+    super::needs_socket_queues()?;
     let mut clients = Vec::with_capacity(PIPELINERS);
     for _ in 0..PIPELINERS {
         let mut client = connect(&server)?;
@@ -364,7 +367,7 @@ fn pipelines_leave(target: &Target) -> Result<Option<String>, Stop> {
     }
     let left = Instant::now();
     let open = loop {
-        let open = measured(resources::open_descriptors(pid))?;
+        let open = measured(resources::open_descriptors(pid), resources::NO_DESCRIPTORS)?;
         if open <= at_rest + LAZY_DESCRIPTORS || left.elapsed() >= DESCRIPTORS_BACK_WITHIN {
             break open;
         }

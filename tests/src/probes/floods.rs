@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 
 use super::{
     broken, check, connect, dropped_note, exchange, expect_status, finish_hello, get,
-    hello_meanwhile, make_site, needs_own_server, receive, seconds, sending, stats_value,
+    hello_meanwhile, make_site, measured, needs_own_server, receive, seconds, sending, stats_value,
     still_serves, until_accepted, Launch, Meanwhile, Outcome, Probed, Stop, Target, HELLO,
     PATIENCE, PROMPTLY,
 };
@@ -46,13 +46,8 @@ use crate::manifest::{self, Capability, Expect};
 use crate::resources::{self, growth_note, mebibytes};
 use crate::server::{Options, Server};
 
-/// A measurement the probe cannot do without `/proc` (Linux) is skipped, not failed.
-pub(super) fn measured<T>(value: Option<T>) -> Result<T, Stop> {
-    value.ok_or(Stop::Skipped("needs Linux's /proc to watch the server process"))
-}
-
 pub(super) fn pid(server: &Server) -> Result<u32, Stop> {
-    measured(server.pid())
+    measured(server.pid(), "needs the process id of a server the suite started and that runs")
 }
 
 /// Does this chapter take in every client that comes (non-blocking, chapter 2 on), or
@@ -80,7 +75,7 @@ fn wait_for_descriptors(pid: u32, count: usize, timeout: Duration) -> Result<usi
     let deadline = Instant::now() + timeout;
     let mut most = 0;
     loop {
-        let open = measured(resources::open_descriptors(pid))?;
+        let open = measured(resources::open_descriptors(pid), resources::NO_DESCRIPTORS)?;
         most = most.max(open);
         if open >= count || Instant::now() >= deadline {
             return Ok(most);
@@ -120,7 +115,7 @@ pub fn descriptor_exhaustion(target: &Target) -> Probed {
     let mut server =
         target.start(Options { fd_limit: Some(FLOOD_FD_LIMIT), ..Options::default() })?;
     let pid = pid(&server)?;
-    let at_rest = measured(resources::open_descriptors(pid))?;
+    let at_rest = measured(resources::open_descriptors(pid), resources::NO_DESCRIPTORS)?;
 
     let mut flood = Vec::with_capacity(FLOOD_CLIENTS);
     for _ in 0..FLOOD_CLIENTS {
@@ -158,10 +153,10 @@ pub fn descriptor_exhaustion(target: &Target) -> Probed {
     // ANCHOR: cpu_window
     // Out of descriptors now: `accept` fails with EMFILE, and the listener stays readable
     // because the rest of the flood is still waiting. Watch the CPU clock for a while.
-    let before = measured(resources::cpu_time(pid))?;
+    let before = measured(resources::cpu_time(pid), resources::NO_CPU_TIME)?;
     let started = Instant::now();
     thread::sleep(CPU_WINDOW); // the measurement window, not a wait for something
-    let used = measured(resources::cpu_time(pid))?.saturating_sub(before);
+    let used = measured(resources::cpu_time(pid), resources::NO_CPU_TIME)?.saturating_sub(before);
     check!(
         used <= MAX_CPU_WHILE_FLOODED,
         "flooded with {FLOOD_CLIENTS} connections at a limit of {limit} descriptors, the \
@@ -187,7 +182,7 @@ pub fn descriptor_exhaustion(target: &Target) -> Probed {
     // while a leak of the flood's connections would be dozens.
     let deadline = Instant::now() + PATIENCE;
     loop {
-        let open = measured(resources::open_descriptors(pid))?;
+        let open = measured(resources::open_descriptors(pid), resources::NO_DESCRIPTORS)?;
         if open <= at_rest + LAZY_DESCRIPTORS {
             return Ok(Outcome::Works);
         }
@@ -471,7 +466,8 @@ pub fn pipelined_without_reading(target: &Target) -> Probed {
         .start(Options { if_supported: vec![("--threads", "1".into())], ..Options::default() })?;
     let pid = pid(&server)?;
     expect_status(&exchange(&server, &get("/hello"))?, &[200], "GET /hello")?;
-    let at_rest = measured(resources::memory(pid))?;
+    let at_rest = measured(resources::memory(pid), resources::NO_MEMORY)?;
+    measured(at_rest.peak, resources::NO_PEAK_MEMORY)?;
 
     let client = connect(&server)?;
     let request = get("/hello");
@@ -511,8 +507,8 @@ pub fn pipelined_without_reading(target: &Target) -> Probed {
             }
         }
     }
-    let loaded = measured(resources::memory(pid))?;
-    let growth = loaded.peak.saturating_sub(at_rest.resident);
+    let loaded = measured(resources::memory(pid), resources::NO_MEMORY)?;
+    let growth = measured(loaded.peak, resources::NO_PEAK_MEMORY)?.saturating_sub(at_rest.resident);
     check!(
         growth < PIPELINE_GROWTH_BOUND,
         "a client pipelined {} of requests without reading ({ending}), and the server's \
@@ -724,10 +720,10 @@ pub fn ten_thousand_idle(target: &Target) -> Probed {
     let pid = pid(&server)?;
     // Counted before any client has connected: a closed connection's descriptor may
     // linger in the server for a moment after the client has gone.
-    let at_rest = measured(resources::open_descriptors(pid))?;
+    let at_rest = measured(resources::open_descriptors(pid), resources::NO_DESCRIPTORS)?;
     // Memory after one request, so that what the first request allocates counts as rest.
     expect_status(&exchange(&server, &get("/hello"))?, &[200], "GET /hello")?;
-    let at_rest_memory = measured(resources::memory(pid))?;
+    let at_rest_memory = measured(resources::memory(pid), resources::NO_MEMORY)?;
 
     // Held to the end of the probe: the memory below is measured with them connected.
     let _idle = match crowd(&server, pid, at_rest)? {
@@ -740,7 +736,7 @@ pub fn ten_thousand_idle(target: &Target) -> Probed {
             seconds(PROMPTLY)
         )));
     }
-    let loaded = measured(resources::memory(pid))?;
+    let loaded = measured(resources::memory(pid), resources::NO_MEMORY)?;
     let per_connection =
         loaded.resident.saturating_sub(at_rest_memory.resident) / IDLE_CLIENTS as u64;
     check!(
@@ -852,7 +848,7 @@ impl Slowdown {
     fn measure(server: &Server) -> Result<Slowdown, Stop> {
         let pid = pid(server)?;
         // Before any client connects, as in `ten_thousand_idle`.
-        let at_rest = measured(resources::open_descriptors(pid))?;
+        let at_rest = measured(resources::open_descriptors(pid), resources::NO_DESCRIPTORS)?;
         let mut busy = Busy { server, connection: None };
         let quiet = busy.fastest_round()?;
         let idle = match crowd(server, pid, at_rest)? {
@@ -997,7 +993,8 @@ pub fn big_download_memory(target: &Target) -> Probed {
     // At rest after a file was served, so that what the first file costs once (a thread
     // pool's first jobs, say) counts as rest.
     expect_status(&exchange(&server, &get("/files/hello.txt"))?, &[200], "GET /files/hello.txt")?;
-    let at_rest = measured(resources::memory(pid))?;
+    let at_rest = measured(resources::memory(pid), resources::NO_MEMORY)?;
+    measured(at_rest.peak, resources::NO_PEAK_MEMORY)?;
 
     let what = format!("GET /files/huge.bin ({} MiB)", DOWNLOAD_BYTES >> 20);
     let mut downloads = Vec::with_capacity(DOWNLOADERS);
@@ -1074,8 +1071,8 @@ pub fn big_download_memory(target: &Target) -> Probed {
         }
     }
     let took = started.elapsed();
-    let loaded = measured(resources::memory(pid))?;
-    let growth = loaded.peak.saturating_sub(at_rest.resident);
+    let loaded = measured(resources::memory(pid), resources::NO_MEMORY)?;
+    let growth = measured(loaded.peak, resources::NO_PEAK_MEMORY)?.saturating_sub(at_rest.resident);
     // Shown with `cargo test -p suite big_download -- --nocapture`: the measurement.
     println!(
         "{}: {DOWNLOADERS} downloads of {} at once in {}: peak memory {} over {} at rest",
@@ -1398,7 +1395,7 @@ pub fn idle_buffers_given_back(target: &Target) -> Probed {
     // At rest after a first echo, so that what the first request costs once counts as rest.
     let warm = exchange(&server, &super::post("/echo", b"warm"))?;
     expect_status(&warm, &[200], "POST /echo")?;
-    let at_rest = measured(resources::memory(pid))?;
+    let at_rest = measured(resources::memory(pid), resources::NO_MEMORY)?;
 
     let body = crate::site::pattern(ECHO_BODY);
     let request = super::post("/echo", &body);
@@ -1416,7 +1413,7 @@ pub fn idle_buffers_given_back(target: &Target) -> Probed {
             idle.push(client);
         }
     }
-    let loaded = measured(resources::memory(pid))?;
+    let loaded = measured(resources::memory(pid), resources::NO_MEMORY)?;
     let growth = loaded.resident.saturating_sub(at_rest.resident);
     // Shown with `cargo test -p suite idle_buffers -- --nocapture`: the measurement.
     println!(
@@ -1507,7 +1504,7 @@ pub fn idle_after_a_burst(target: &Target) -> Probed {
             );
         }
     }
-    let at_rest = measured(resources::memory(pid))?;
+    let at_rest = measured(resources::memory(pid), resources::NO_MEMORY)?;
 
     let body = crate::site::pattern(BURST_BODY);
     let request = super::post("/echo", &body);
@@ -1526,7 +1523,7 @@ pub fn idle_after_a_burst(target: &Target) -> Probed {
     }
     let answered = Instant::now();
     let growth = loop {
-        let now = measured(resources::memory(pid))?;
+        let now = measured(resources::memory(pid), resources::NO_MEMORY)?;
         let growth = now.resident.saturating_sub(at_rest.resident);
         if growth <= BURST_GROWTH_BOUND || answered.elapsed() >= GIVEN_BACK_WITHIN {
             break growth;
@@ -1861,7 +1858,7 @@ fn pipelined_round(
             .map_err(|error| broken(format!("cannot set a timeout: {error}")))?;
     }
     let cpu = || -> Result<Duration, Stop> {
-        let threads = measured(resources::thread_cpu_times(pid))?;
+        let threads = measured(resources::thread_cpu_times(pid), resources::NO_THREAD_TIMES)?;
         Ok(threads.iter().map(|thread| thread.cpu).sum())
     };
     let before = cpu()?;

@@ -182,9 +182,11 @@ impl Target {
             Launch::Start { program } => {
                 Server::start(self.chapter, program, &options).map_err(|error| {
                     // A server that needs what this machine lacks (chapter 10: io_uring,
-                    // which some kernels and containers turn off) cannot be checked here.
-                    // That is no failure of the server: every check says so, and why.
-                    if error.contains("io_uring is not available") {
+                    // which some kernels and containers turn off, and only Linux has)
+                    // cannot be checked here. That is no failure of the server: every
+                    // check says so, and why.
+                    let refused = ["io_uring is not available", "needs Linux's io_uring"];
+                    if refused.iter().any(|refusal| error.contains(refusal)) {
                         Stop::Skipped(NO_IO_URING)
                     } else {
                         Stop::Broken(error)
@@ -201,7 +203,7 @@ impl Target {
 
 /// Why every check of a chapter that needs io_uring skips on a machine without it.
 pub const NO_IO_URING: &str = "the server says io_uring is not available on this machine \
-    (turned off, forbidden, or too old a kernel): the suite cannot check it here";
+    (turned off, forbidden, too old a kernel, or not Linux): the suite cannot check it here";
 
 /// The runner's note for a probe that cannot use someone else's server.
 pub const NEEDS_OWN_SERVER: &str = "needs to start the server";
@@ -366,8 +368,10 @@ pub fn reset(client: Client, what: &str) -> Result<(), Stop> {
 /// Waits (up to [`PATIENCE`]) until the server has read everything `client` sent so
 /// far (see [`kernel::wait_until_read`]). A probe that needs that order of events to
 /// mean anything stops, broken, if the kernel shows the bytes still unread at the
-/// deadline. Where the kernel cannot be asked, the probe goes on and relies on timing.
+/// deadline, and skips where this system shows no socket queues at all. Where the kernel
+/// does not list this socket (a server on another machine), it goes on and relies on timing.
 pub fn until_read(client: &Client, what: &str) -> Result<(), Stop> {
+    needs_socket_queues()?;
     match kernel::wait_until_read(client.stream(), PATIENCE) {
         Some(false) => Err(broken(format!(
             "{what}: the server had not read it {} s later, by the kernel's count, so the \
@@ -381,6 +385,7 @@ pub fn until_read(client: &Client, what: &str) -> Result<(), Stop> {
 /// Waits (up to [`PATIENCE`]) until the server has accepted every connection made to it
 /// so far (see [`kernel::wait_until_accepted`]); as [`until_read`] otherwise.
 pub fn until_accepted(server: &Server, what: &str) -> Result<(), Stop> {
+    needs_socket_queues()?;
     match kernel::wait_until_accepted(server.address, PATIENCE) {
         Some(false) => Err(broken(format!(
             "{what}: the server had not accepted it {} s later, by the kernel's count, so \
@@ -388,6 +393,20 @@ pub fn until_accepted(server: &Server, what: &str) -> Result<(), Stop> {
             PATIENCE.as_secs()
         ))),
         Some(true) | None => Ok(()),
+    }
+}
+
+/// A measurement this system cannot make (`None`, see [`crate::resources`]) skips the
+/// probe, in one line that names what is `missing`: never taken for a pass, nor a failure.
+pub fn measured<T>(value: Option<T>, missing: &'static str) -> Result<T, Stop> {
+    value.ok_or(Stop::Skipped(missing))
+}
+
+/// Skips, naming the missing measurement, where this system shows no socket queues.
+pub fn needs_socket_queues() -> Result<(), Stop> {
+    match kernel::can_list_sockets() {
+        true => Ok(()),
+        false => Err(Stop::Skipped(kernel::NO_SOCKET_QUEUES)),
     }
 }
 
@@ -600,4 +619,33 @@ pub fn drain(client: &mut Client, site: &Site, already: usize, what: &str) -> Re
 /// "1.52 s", for messages.
 pub fn seconds(duration: Duration) -> String {
     format!("{:.2} s", duration.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chapters;
+    use crate::harness::{self, Verdict, Whose};
+    use crate::resources;
+
+    /// What the suite says of a check whose measurement this system lacks. Simulated here
+    /// (Linux lacks none) by a measurement that comes back with nothing, as `lsof` and
+    /// `procstat` both missing would on a BSD: a skip, in one line that names it.
+    #[test]
+    fn a_measurement_that_returns_nothing_is_a_skip_said_in_one_line() {
+        let descriptors: Option<usize> = None;
+        let probed = measured(descriptors, resources::NO_DESCRIPTORS).map(|_| Outcome::Works);
+        assert_eq!(probed, Err(Stop::Skipped(resources::NO_DESCRIPTORS)));
+        let chapter = chapters::chapter(2).expect("chapter 2");
+        let probe = find("descriptor_exhaustion").expect("the probe");
+        let verdict = harness::judge(chapter, probe, probed, Whose::Ours);
+        assert_eq!(verdict, Verdict::Skipped(resources::NO_DESCRIPTORS.to_string()));
+        let runner = harness::describe(chapter, probe, &verdict);
+        let cargo_test = harness::skipped_line(chapter, probe, resources::NO_DESCRIPTORS);
+        for line in [&runner, &cargo_test] {
+            assert!(!line.contains('\n'), "one line: {line}");
+            assert!(line.contains("missing measurement") && line.contains("open descriptors"));
+        }
+        println!("(simulated) {cargo_test}"); // seen with --nocapture
+    }
 }

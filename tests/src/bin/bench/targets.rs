@@ -104,7 +104,7 @@ impl Server {
     pub fn peak_rss_kib(&self) -> Option<u64> {
         self.pids()
             .into_iter()
-            .map(|pid| suite::resources::memory(pid).map(|memory| memory.peak / 1024))
+            .map(|pid| suite::resources::memory(pid).and_then(|memory| Some(memory.peak? / 1024)))
             .sum()
     }
 }

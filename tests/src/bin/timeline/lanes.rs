@@ -8,6 +8,7 @@
 //! | line (on a loop's thread)                       | from then on, the thread is |
 //! |-------------------------------------------------|-----------------------------|
 //! | `poll: waiting ...`, `epoll: waiting ...`       | waiting in poll / epoll     |
+//! | `kqueue: waiting ...` (macOS and the BSDs)      | waiting in kevent           |
 //! | `io_uring: waiting ...`                         | waiting in io_uring_enter   |
 //! | `accept: waiting ...`, `read: waiting ...`      | waiting in accept / read (chapter 1) |
 //! | `sleep: 300 ms, blocking`                       | blocked in a sleep          |
@@ -130,7 +131,7 @@ fn blocked_by(text: &str) -> Option<String> {
 
 /// What a loop's thread does after printing `text` (see the table at the top).
 fn loop_activity(text: &str) -> Activity {
-    for call in ["poll", "epoll", "io_uring", "accept", "read"] {
+    for call in ["poll", "epoll", "kqueue", "io_uring", "accept", "read"] {
         if text.starts_with(&format!("{call}: waiting")) {
             return Activity::Waiting(call.to_string());
         }

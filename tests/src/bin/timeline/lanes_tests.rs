@@ -303,3 +303,18 @@ fn each_of_chapter_9s_loops_has_a_lane_and_its_own_connections() {
         ]
     );
 }
+
+/// Chapters 7-9 on macOS and the BSDs wait in kqueue, and say so as epoll does.
+#[test]
+fn kqueue_is_a_wait_too() {
+    let trace = "\
+[     0.100 ms] kqueue: waiting, timeout None, with 6 changes
+[     5.000 ms] kqueue: 1 ready
+[     5.200 ms] kqueue: waiting, timeout None, with 0 changes
+";
+    let timeline = build(&parse(trace), 10.0);
+    let spans = &timeline.loops[0].spans;
+    assert_eq!(spans[0], span(0.100, 5.000, waiting("kqueue")));
+    assert_eq!(spans[1], span(5.000, 5.200, Activity::Running));
+    assert_eq!(spans[2], span(5.200, 10.0, waiting("kqueue")));
+}
