@@ -104,8 +104,7 @@ impl Client {
                     };
                     (action, Framing::for_request(&request), consumed)
                 }
-                // After a framing error we cannot tell where a next request would begin:
-                // answer, then close.
+                // After a framing error no one knows where a next request begins: answer, close.
                 Parse::Invalid(error) => {
                     let response = Response::from_parse_error(error);
                     (Action::Respond(response), Framing::CLOSE, self.received.len())

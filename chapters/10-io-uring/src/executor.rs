@@ -34,9 +34,8 @@ use crate::{proactor, time};
 /// A task: a future whose output nobody waits for, boxed because each has its own type.
 type Task = Pin<Box<dyn Future<Output = ()>>>;
 
-/// The tasks that have been woken and wait to be polled, by number. A waker may be called
-/// from any thread (`Waker` is `Send`; a task on another loop gives a permit back), so
-/// the queue has a lock.
+/// The tasks woken and waiting to be polled, by number. A waker may be called from any
+/// thread (`Waker` is `Send`; a task on another loop gives a permit back): so, a lock.
 type RunQueue = Arc<Mutex<VecDeque<u64>>>;
 
 thread_local! {

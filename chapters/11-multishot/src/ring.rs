@@ -8,8 +8,7 @@
 //! index with `Release`; the reader loads it with `Acquire`, then reads: no lock, and no
 //! index seen before the entries it covers.
 //!
-//! `unsafe` is the lesson here: memory the kernel writes into while we run. Every block
-//! says why it is sound.
+//! `unsafe` is the lesson: memory the kernel writes into while we run. Each block says why.
 
 #![allow(non_camel_case_types)] // the header's names, so that a reader can find them there
 

@@ -1596,14 +1596,14 @@ pub fn memory_after_a_storm(target: &Target) -> Probed {
     // its heap, where a storm's stay after it has gone.
     let warm = exchange(&server, &request)?;
     expect_status(&warm, &[200], &posted)?;
-    let at_rest = measured(resources::memory(pid))?;
+    let at_rest = measured(resources::memory(pid), resources::NO_MEMORY)?;
 
     let clients = if takes_everyone(&server) { STORM_CLIENTS } else { STORM_CLIENTS_ONE_AT_A_TIME };
     storm(&server, clients, &request, &body, &posted)?;
     let answered = Instant::now();
-    let peak = measured(resources::memory(pid))?;
+    let peak = measured(resources::memory(pid), resources::NO_MEMORY)?;
     let growth = loop {
-        let now = measured(resources::memory(pid))?;
+        let now = measured(resources::memory(pid), resources::NO_MEMORY)?;
         let growth = now.resident.saturating_sub(at_rest.resident);
         if growth <= STORM_GROWTH_BOUND || answered.elapsed() >= STORM_GIVEN_BACK_WITHIN {
             break growth;
