@@ -44,9 +44,12 @@ pub struct Config {
     pub trace: bool,
     /// Close a keep-alive connection that has been idle this long (chapter 4 on).
     pub keep_alive_timeout: Duration,
-    /// Answer 408 to a client that has not sent a whole request head this long after it
-    /// connected or after its previous response (chapter 4 on).
+    // ANCHOR: header_timeout
+    /// Answer 408 to a client whose request has not come whole this long after it connected
+    /// or, kept alive, after the first byte of that request: the body counts too (chapter
+    /// 4 on). Between requests, the keep-alive timeout runs instead.
     pub header_timeout: Duration,
+    // ANCHOR_END: header_timeout
     /// Close a client that takes none of a pending response for this long (chapter 4 on):
     /// nginx's `send_timeout`, the time allowed between two successful writes.
     pub send_timeout: Duration,

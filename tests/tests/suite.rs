@@ -48,7 +48,7 @@ suite! {
         idle_client, half_sent_request, ten_thousand_idle, slow_reader, keep_alive,
         pipelining, pipelined_flood, flood_behind_a_wait, graceful_shutdown, prompt_shutdown,
         sleep_elsewhere,
-        slow_upstream, answers_as_ready, departing_clients, header_timeout, keep_alive_timeout, send_timeout, slowloris, slow_disk,
+        slow_upstream, answers_as_ready, departing_clients, header_timeout, keep_alive_timeout, send_timeout, waits_without_spinning, slowloris, slow_disk,
         big_download_memory, ten_thousand_idle_slowdown, spread_over_loops,
     ]
 }

@@ -30,11 +30,13 @@ use crate::poll_backend::{Interest, Token};
 use crate::timers::TimerId;
 use crate::{Effect, Reply, Server, ServerLoop};
 
+// ANCHOR: lingering
 /// How much a lingering connection may send us before we stop being polite and close.
 const MAX_DISCARD: usize = 1024 * 1024;
 
 /// How long a lingering connection waits for the client to fall silent: many round trips.
 const LINGER_QUIET: Duration = Duration::from_millis(500);
+// ANCHOR_END: lingering
 
 /// Backpressure: past this much unsent output, or input behind a waiting request, we stop.
 const MAX_PENDING: usize = 1024 * 1024;

@@ -19,8 +19,9 @@ use std::time::Duration;
 
 use super::concurrency::{
     flag_seconds, BEHIND, GRACE_PERIOD, HEADER_PROBE_KEEP_ALIVE, HOLDS_MS, NEWCOMERS,
-    NEWCOMERS_EVERY, NEWCOMER_ANSWERED_WITHIN, PROMPT_EXIT, READY_REQUESTS, READY_SLEEP,
-    REFUSED_WITHIN, SLEEP_AT_SHUTDOWN, TIMEOUT_EARLY, TIMEOUT_SLACK, TIMEOUT_UNDER_TEST,
+    NEWCOMERS_EVERY, NEWCOMER_ANSWERED_WITHIN, ODD_SLEEPS_MS, ODD_TIMEOUT, PROMPT_EXIT,
+    READY_REQUESTS, READY_SLEEP, REFUSED_WITHIN, SLEEP_AT_SHUTDOWN, TIMEOUT_EARLY, TIMEOUT_SLACK,
+    TIMEOUT_UNDER_TEST, WAIT_CPU_BOUND, WAIT_TURNS_BOUND,
 };
 use super::cores::{CONNECTIONS, REQUESTS_EACH, SERVING_SHARE, THREADS};
 use super::corpus::{self, Answer, BODY_LIMIT, HEADER_LINES_LIMIT, HEAD_LIMIT};
@@ -663,6 +664,16 @@ pub fn rules() -> Vec<Rule> {
             "A client that connects and sends nothing gets a 408, or is closed without a word, \
              within {}.",
             too_late)),
+        rule("waits_without_spinning", TIMEOUTS, format!(
+            "Started with `--header-timeout {}` and `--keep-alive-timeout {}`, and given nothing \
+             to do but wait ({} clients each asking a `GET /sleep` of {} ms, one that sent half \
+             a head, one kept alive after its answer), the server answers and times them out \
+             with at most {} more turns of its loop than `/stats` itself takes (`loop_turns`), \
+             and at most {} of CPU time. Wait in the kernel for the whole time left: a wait \
+             rounded down to whole milliseconds wakes before its timer is due, and spins.",
+            flag_seconds(ODD_TIMEOUT), flag_seconds(ODD_TIMEOUT), ODD_SLEEPS_MS.len(),
+            ODD_SLEEPS_MS.map(|ms| ms.to_string()).join(", "), WAIT_TURNS_BOUND,
+            secs(WAIT_CPU_BOUND))),
         rule("keep_alive_timeout", TIMEOUTS, format!(
             "Started with `--keep-alive-timeout {}`: a connection idle after its answer is \
              closed without a word (no 408), no sooner than {} and within {}. A new connection \

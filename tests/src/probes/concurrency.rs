@@ -14,9 +14,11 @@ use super::{
     sending, start_big_download, still_serves, until_accepted, until_read, with_site,
     with_upstream, Meanwhile, Outcome, Probed, Stop, Target, HELLO, PATIENCE, PROMPTLY,
 };
+use super::{measured, stat};
 use crate::client::{show, Client, Ending, ReadError};
 use crate::kernel;
 use crate::manifest::{self, Capability, Expect};
+use crate::resources;
 use crate::server::{Options, Server};
 use crate::site::{self, first_difference};
 
@@ -987,6 +989,111 @@ fn expect_408(
     );
     Ok(())
 }
+
+/// [`waits_without_spinning`]: the timeouts it starts the server with and the sleeps it
+/// asks for, each due at an odd fraction of a millisecond, and how many turns of its loop
+/// and how much CPU time the server may spend while it waits for them. A loop that rounds
+/// its wait down to whole milliseconds wakes just before a timer is due, finds nothing to
+/// do, and waits 0 ms, again and again until it is: dozens of turns for each timer (a
+/// student's first chapter 4 took 180 for three requests; a copy of ours that rounds
+/// down, 600 to 1,000 for this check). Ours round up, and take 13 to 40 turns for it.
+pub(super) const ODD_TIMEOUT: Duration = Duration::from_micros(1_700_300);
+pub(super) const ODD_SLEEPS_MS: [u64; 8] = [1_301, 1_303, 1_305, 1_307, 1_309, 1_311, 1_313, 1_315];
+pub(super) const WAIT_TURNS_BOUND: u64 = 100;
+pub(super) const WAIT_CPU_BOUND: Duration = Duration::from_millis(300);
+
+// ANCHOR: waits_without_spinning
+/// Row 7: a server that waits only on its timers waits in the kernel, not in a loop. It is
+/// started with header and keep-alive timeouts of [`ODD_TIMEOUT`]; then clients give it
+/// nothing to do but wait: a `GET /sleep` each for [`ODD_SLEEPS_MS`], half a head (its 408
+/// is due at the header timeout), and one kept alive after its answer (closed at the
+/// keep-alive timeout). Once all are over, `/stats` must count at most
+/// [`WAIT_TURNS_BOUND`] more turns of the loop than its own requests take, and the
+/// process must have used at most [`WAIT_CPU_BOUND`] of CPU time.
+pub fn waits_without_spinning(target: &Target) -> Probed {
+    needs_own_server(target)?;
+    let odd = flag_seconds(ODD_TIMEOUT);
+    let mut server = target.start(Options {
+        if_supported: vec![("--header-timeout", odd.clone()), ("--keep-alive-timeout", odd)],
+        ..Options::default()
+    })?;
+    if !server.dropped_flags.is_empty() {
+        still_serves(&mut server, "the start without timeouts")?;
+        return Ok(Outcome::Lacks(format!(
+            "no timers to wait on: it has no timeouts{}",
+            dropped_note(&server)
+        )));
+    }
+    let pid = measured(server.pid(), "needs the process id of a server the suite started")?;
+    // A `/stats` request takes turns of its own (accept, read, answer): counted once, so
+    // that they can be taken off.
+    let first = stat(&server, "loop_turns")?;
+    let before = stat(&server, "loop_turns")?;
+    let per_stats = before.saturating_sub(first);
+    let cpu_before = measured(resources::cpu_time(pid), resources::NO_CPU_TIME)?;
+    let started = Instant::now();
+
+    let mut sleepers = Vec::new();
+    for ms in ODD_SLEEPS_MS {
+        let mut sleeper = connect(&server)?;
+        sending(&mut sleeper, &get(&format!("/sleep?ms={ms}")), "GET /sleep")?;
+        sleepers.push(sleeper);
+    }
+    let mut halfway = connect(&server)?;
+    let what = "a client that sent half a request head and stalled";
+    sending(&mut halfway, b"GET /hello HTTP/1.1\r\nHost: suite\r\n", what)?;
+    let mut idle = connect(&server)?;
+    sending(&mut idle, &get("/hello"), "GET /hello")?;
+    expect_status(&receive(&mut idle, &server, false, "GET /hello")?, &[200], "GET /hello")?;
+
+    for (sleeper, ms) in sleepers.iter_mut().zip(ODD_SLEEPS_MS) {
+        let what = format!("GET /sleep?ms={ms}");
+        expect_status(&receive(sleeper, &server, false, &what)?, &[200], &what)?;
+    }
+    expect_408(&mut halfway, &server, started, ODD_TIMEOUT, what)?;
+    match idle.wait_for_close(started + ODD_TIMEOUT + TIMEOUT_SLACK) {
+        Ending::Closed => {}
+        _ => check!(
+            false,
+            "a kept-alive client, idle, was still open {} after its answer: \
+            expected it closed at the keep-alive timeout, {}",
+            seconds(ODD_TIMEOUT + TIMEOUT_SLACK),
+            seconds(ODD_TIMEOUT)
+        ),
+    }
+    let waited = started.elapsed();
+    let cpu =
+        measured(resources::cpu_time(pid), resources::NO_CPU_TIME)?.saturating_sub(cpu_before);
+    let after = stat(&server, "loop_turns")?;
+    let turns = after.saturating_sub(before).saturating_sub(per_stats);
+    // Shown with `cargo test -p suite waits_without -- --nocapture`: the measurement.
+    println!(
+        "{}: waiting {} on sleeps and two timeouts: {turns} turns of the loop, {:.1} ms of \
+         CPU time",
+        server.label,
+        seconds(waited),
+        cpu.as_secs_f64() * 1000.0
+    );
+    let spins = "a loop that waits less than the time left (rounding it down to whole \
+        milliseconds, say) wakes before its timer is due, and turns again and again until it is";
+    check!(
+        turns <= WAIT_TURNS_BOUND,
+        "waiting {} on nothing but sleeps and two timeouts (each due at an odd fraction of a \
+         millisecond), the loop turned {turns} times (by /stats' loop_turns), more than \
+         {WAIT_TURNS_BOUND}: {spins}",
+        seconds(waited)
+    );
+    check!(
+        cpu <= WAIT_CPU_BOUND,
+        "waiting {} on nothing but sleeps and two timeouts, the server used {} of CPU time, \
+         more than {}: {spins}",
+        seconds(waited),
+        seconds(cpu),
+        seconds(WAIT_CPU_BOUND)
+    );
+    Ok(Outcome::Works)
+}
+// ANCHOR_END: waits_without_spinning
 
 /// Row 7: an idle keep-alive connection is closed after `--keep-alive-timeout`.
 pub fn keep_alive_timeout(target: &Target) -> Probed {

@@ -136,6 +136,7 @@ pub const PROBES: &[Probe] = &[
     probe("header_timeout", Timeouts, concurrency::header_timeout),
     probe("keep_alive_timeout", Timeouts, concurrency::keep_alive_timeout),
     probe("send_timeout", Timeouts, concurrency::send_timeout),
+    probe("waits_without_spinning", Timeouts, concurrency::waits_without_spinning),
     probe("slowloris", Slowloris, floods::slowloris),
     probe("slow_disk", SlowDisk, concurrency::slow_disk),
     probe("big_download_memory", BoundedDownload, floods::big_download_memory),

@@ -178,8 +178,12 @@ pub fn readme(lab: &Lab) -> String {
         out.push('\n');
         out.push_str(&wrap(
             &format!(
-                "The rest is in the book: `{path}` in the workbook (`mdbook serve book` there \
-                 shows it as a book)."
+                "What your server is held to is in the workbook's `book/src/your-server.md`: \
+                 its section *Chapter by chapter* gives every rule with the check that holds \
+                 it (the rules under *Chapter {n} on* are this lab's). The problem chapter {n} \
+                 solves, and its idea, open the chapter's page, `{path}`: read it up to the \
+                 section *The chapter's code*, where chapter {n}'s own code begins, the answer \
+                 (`mdbook serve book` in the workbook shows the pages as a book)."
             ),
             "",
             "",

@@ -58,7 +58,11 @@ fn the_readme_says_what_to_add_and_how_it_is_graded() {
         "make it chapter 4's: *Waiting for time*.",
         "`book/src/ch04-scheduler.md`",
         "- **idle, header and send timeouts**. ch03 has no timers yet",
-        "Checked by `header_timeout`, `keep_alive_timeout`, `send_timeout`.",
+        "Checked by `header_timeout`, `keep_alive_timeout`, `send_timeout`, \
+         `waits_without_spinning`.",
+        // The rules, and the page only up to the chapter's own code: not the answer.
+        "its section *Chapter by chapter* gives every rule",
+        "read it up to the section *The chapter's code*, where chapter 4's own code begins",
         "`--header-timeout SECONDS`, `--keep-alive-timeout SECONDS`, `--send-timeout SECONDS`",
     ] {
         assert!(prose.contains(wanted), "{wanted:?} not in:\n{text}");
