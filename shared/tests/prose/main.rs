@@ -1,0 +1,235 @@
+//! Checks that the book's prose still says what the code does.
+//!
+//! `book.rs` keeps what a page quotes true: excerpts, diffs and outputs are generated, and
+//! a stale one fails. The prose around them is typed, and drifts: a function is renamed and
+//! the sentence that walks through it is not, a file is added and "five are new" stays.
+//! These checks hold the prose to the code:
+//!
+//! - `names`: every name in backticks on a chapter's page, its answers, and the pages
+//!   about every chapter (`hostile-clients.md`, `shared.md`, `course.md`,
+//!   `your-server.md`) is in the code the page speaks of, or in `book/names-outside.txt`
+//!   (std, libc, the kernel, other servers...), whose groups say why. "`name` in
+//!   `file.rs`" and "`file.rs`'s `name`" must be defined in that very file.
+//!
+//! It lives beside `book.rs`, as a test of its own, so that each can be run alone:
+//! `cargo test -p shared --test prose`.
+
+mod answers;
+mod code;
+mod names;
+mod pages;
+
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
+use code::Code;
+use names::{code_name, joins_a_list, outside, said_to_be_in, Scope, OUTSIDE_FILE};
+use pages::{checked_pages, prose, repository, spans, ALWAYS_IN_SCOPE, NEVER_IN_SCOPE};
+
+/// Every source file the pages may speak of, read once for all the checks.
+fn code() -> &'static Code {
+    static CODE: OnceLock<Code> = OnceLock::new();
+    CODE.get_or_init(|| {
+        let mut roots = vec!["chapters"];
+        roots.extend(ALWAYS_IN_SCOPE);
+        Code::read(&repository(), &roots, NEVER_IN_SCOPE)
+    })
+}
+
+#[test]
+fn the_lexer_tells_code_from_comments_and_strings() {
+    let index = code::index(
+        "//! `ghost` in a comment\nstruct Buffer { start: usize, bytes: Vec<u8> }\n\
+         impl<T> Shared for Buffer { fn consume(&mut self, count: usize) { let (a, mut b) = \
+         (1, 2); } }\nenum Step { Done, Later(u8) }\nconst HELD_AT_MOST: u8 = b'x';\n\
+         fn f<'a>(x: &'a str) -> &'static str { \"loop_turns {}\" }\nmacro_rules! log { () => {} }\n",
+    );
+    let defined = |name: &str, owner: Option<&str>| {
+        index.definitions.iter().any(|d| d.name == name && d.owner.as_deref() == owner)
+    };
+    assert!(!index.words.contains("ghost"));
+    assert!(index.words.contains("loop_turns"), "a name the code prints is a word");
+    assert!(defined("Buffer", None) && defined("start", Some("Buffer")));
+    assert!(defined("consume", Some("Buffer")), "a method belongs to its impl's type");
+    assert!(defined("count", None) && defined("a", None) && defined("b", None));
+    assert!(defined("Done", Some("Step")) && defined("Later", Some("Step")));
+    assert!(defined("HELD_AT_MOST", None) && defined("log", None) && defined("x", None));
+    assert!(!defined("a", Some("Step")), "a lifetime is no variant");
+}
+
+#[test]
+fn code_names_are_told_from_other_spans() {
+    let name = |span: &str| code_name(span).map(|name| name.text());
+    assert_eq!(name("Buffer::consume").as_deref(), Some("Buffer::consume"));
+    assert_eq!(name("self.received.consume(consumed)").as_deref(), Some("self.received.consume"));
+    assert_eq!(name("&mut EventLoop<S>").as_deref(), Some("EventLoop"));
+    assert_eq!(name("files::open(root, relative, delay)").as_deref(), Some("files::open"));
+    assert_eq!(name("log!").as_deref(), Some("log"));
+    assert_eq!(name("downcast_mut::<H>()").as_deref(), Some("downcast_mut"));
+    let inner = code_name("Box<dyn Handler<S>>").map(|name| name.inner);
+    assert_eq!(inner, Some(vec!["Handler".to_string()]));
+    for not_code in [
+        "--trace",
+        "/stats",
+        "main.rs",
+        "shared/src/",
+        "Connection: close",
+        "GET /hello",
+        "S",
+        "async",
+        "u8",
+        "0x3",
+        "Content-Length",
+        "cargo test",
+        "index.html",
+    ] {
+        assert_eq!(name(not_code), None, "{not_code}");
+    }
+}
+
+#[test]
+fn a_file_named_beside_a_name_is_found() {
+    assert_eq!(
+        said_to_be_in("read ", " in `tests/src/probes/bad_input.rs`: when").as_deref(),
+        Some("tests/src/probes/bad_input.rs")
+    );
+    assert_eq!(said_to_be_in("", " in its `proactor.rs`), and").as_deref(), Some("proactor.rs"));
+    assert_eq!(
+        said_to_be_in("", " in chapter 4's event_loop.rs.").as_deref(),
+        Some("event_loop.rs")
+    );
+    assert_eq!(said_to_be_in("see `buffer.rs`'s ", ", which").as_deref(), Some("buffer.rs"));
+    assert_eq!(said_to_be_in("see ", " in the loop"), None);
+}
+
+/// The code a page writes itself, which its prose may name: its Rust blocks and those of
+/// its other half (a chapter's page and its answers), and the spans that are code
+/// (`fn size_of_return<A, B, F>(...)`, `if request.path == "/panic" { panic!("boom") }`).
+fn own_code(page: &pages::Page) -> String {
+    let mut sources = vec![page.path.clone()];
+    if let Some(number) = page.chapter {
+        let src = repository().join("book/src");
+        sources.push(src.join(format!("answers/ch{number:02}.md")));
+        sources.extend(pages::chapter_page(number));
+    }
+    sources.sort();
+    sources.dedup();
+    let mut own = String::new();
+    for source in sources.iter().filter(|source| source.is_file()) {
+        let text = pages::read(source);
+        for block in pages::blocks(&text).iter().filter(|block| block.info.starts_with("rust")) {
+            own.push_str(&block.lines.join("\n"));
+            own.push('\n');
+        }
+        for span in spans(&prose(&text)) {
+            let first = span.text.split_whitespace().next().unwrap_or_default();
+            if ["fn", "struct", "enum", "impl", "let", "pub", "const", "if", "match"]
+                .contains(&first)
+            {
+                own.push_str(&span.text);
+                own.push('\n');
+            }
+        }
+    }
+    own
+}
+
+/// Every name in backticks is in the code its page speaks of, or outside it by the
+/// allow-list; a name said to be in a file is defined in that file.
+#[test]
+fn every_name_in_backticks_is_in_the_code() {
+    let root = repository();
+    let allow_list = outside(&pages::read(&root.join(OUTSIDE_FILE)));
+    let mut problems = allow_list.problems.clone();
+    let mut used = BTreeSet::new();
+    let mut seen = 0;
+    for page in checked_pages() {
+        let text = pages::read(&page.path);
+        let prose = prose(&text);
+        let found = spans(&prose);
+        let own = code::index(&own_code(&page));
+        let scope = Scope { code: code(), roots: &page.scope, own: &own };
+        for (index, span) in found.iter().enumerate() {
+            let Some(name) = code_name(&span.text) else { continue };
+            seen += 1;
+            let place = format!("{}:{}", page.name(), span.line);
+            // "`a`, `b` and `c` in file.rs": the file follows the list's last span.
+            let mut last = index;
+            while let Some(next) = found.get(last + 1) {
+                if joins_a_list(&prose[found[last].end..next.start]) {
+                    last += 1;
+                } else {
+                    break;
+                }
+            }
+            let before = pages::slice(&prose, span.start.saturating_sub(60), span.start);
+            let after = pages::slice(&prose, found[last].end, found[last].end + 60);
+            let file = said_to_be_in(before, after);
+            let why = match &file {
+                Some(file) => scope.missing_in_file(&name, file),
+                None => scope.missing(&name, &allow_list, &mut used),
+            };
+            if let Some(why) = why {
+                problems.push(format!("{place}: `{}`: {why}", span.text));
+            }
+        }
+    }
+    for (name, (group, line)) in &allow_list.names {
+        if !used.contains(name) {
+            problems.push(format!(
+                "{OUTSIDE_FILE}:{line}: `{name}` (\"{group}\") vouches for no name a page writes \
+                 outside our code any more: remove it"
+            ));
+        }
+    }
+    assert!(seen > 100, "only {seen} code names found: is code_name still finding them?");
+    assert!(
+        problems.is_empty(),
+        "{} names in the book are not in the code they speak of. Name what the code calls \
+         it (a name said to be in a file: what that file defines); or, if it is not ours, add \
+         it to {OUTSIDE_FILE} in the group that says why:\n  {}",
+        problems.len(),
+        problems.join("\n  ")
+    );
+}
+
+#[test]
+fn an_answers_items_are_found_with_their_comments() {
+    let source = "use std::io;\n\n/// Reads.\n#[inline]\npub(crate) fn read(x: u8) -> impl Fn() { || {} }\n\
+                  impl Handler<S> for Connection {\n    fn on_readable(&mut self) { let _ = 1; }\n}\n\
+                  const LIMIT: [u8; 2] = [1, 2];\n";
+    let top: Vec<(String, String)> =
+        answers::items(source, false).into_iter().map(|item| (item.keyword, item.name)).collect();
+    assert_eq!(
+        top,
+        [
+            ("use".to_string(), "use std :: io".to_string()),
+            ("fn".to_string(), "read".to_string()),
+            ("impl".to_string(), "impl Handler < S > for Connection".to_string()),
+            ("const".to_string(), "LIMIT".to_string()),
+        ]
+    );
+    let read = &answers::items(source, false)[1];
+    assert!(source[read.start..read.end].starts_with("/// Reads.\n#[inline]\npub(crate) fn"));
+    assert!(source[read.start..read.end].ends_with("|| {} }"));
+    let deep: Vec<String> =
+        answers::items(source, true).into_iter().map(|item| item.name).collect();
+    assert!(deep.contains(&"on_readable".to_string()));
+}
+
+/// Every Rust block of an answer builds against its chapter, or says why it cannot.
+#[test]
+fn every_answers_rust_builds_against_its_chapter() {
+    let (blocks, mut problems) = answers::answer_blocks();
+    assert!(!blocks.is_empty(), "no answer has a Rust block to build: are they all marked ignore?");
+    let workspace = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("answers");
+    problems.extend(answers::build(&blocks, &workspace));
+    assert!(
+        problems.is_empty(),
+        "{} blocks of Rust in the answers do not build against their chapter. Fix the block \
+         (it is what the reader is told to write), or mark it `rust,ignore` with the reason in \
+         the line before it, `<!-- ignore: a fragment of ... -->`:\n  {}",
+        problems.len(),
+        problems.join("\n  ")
+    );
+}
