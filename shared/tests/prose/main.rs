@@ -16,8 +16,22 @@
 
 mod answers;
 mod code;
+mod counts;
+mod diffs;
 mod names;
 mod pages;
+
+// The sessions' format and what they expect of their outputs, as the generator reads them
+// (`book/tools/gen-sessions.sh`), and the lock that says which outputs are fresh.
+#[allow(dead_code)] // the parts only the generator needs
+#[path = "../../../tests/src/bin/sessions/expect.rs"]
+mod expect;
+#[allow(dead_code)]
+#[path = "../../../tests/src/lock.rs"]
+mod lock;
+#[allow(dead_code)]
+#[path = "../../../tests/src/bin/sessions/session.rs"]
+mod session;
 
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
@@ -229,6 +243,142 @@ fn every_answers_rust_builds_against_its_chapter() {
         "{} blocks of Rust in the answers do not build against their chapter. Fix the block \
          (it is what the reader is told to write), or mark it `rust,ignore` with the reason in \
          the line before it, `<!-- ignore: a fragment of ... -->`:\n  {}",
+        problems.len(),
+        problems.join("\n  ")
+    );
+}
+
+/// Every fresh session's output shows what the session expects of it: no shown command
+/// that printed nothing, no suite failure the page does not expect, every `# expect:` and
+/// `# range:` holding (`tests/src/bin/sessions/expect.rs`). The generator checks the same
+/// before it writes an output; this catches an output made before a session said what it
+/// expects, or edited by hand. (A stale session is `book.rs`'s to report; set
+/// `PROSE_CHECK_STALE=1` to check the stale ones' last outputs too.)
+#[test]
+fn every_session_shows_what_it_expects() {
+    let root = repository();
+    let locked = lock::read_lock(&root);
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    // `PROSE_CHECK_STALE=1`: the stale ones too, to try a session's new expectations on
+    // the output it made last, before running it again.
+    let every_output = std::env::var_os("PROSE_CHECK_STALE").is_some();
+    for piece in lock::pieces(&root).unwrap_or_else(|error| panic!("{error}")) {
+        if !piece.output.starts_with(lock::SESSION_OUTPUTS) {
+            continue;
+        }
+        let fresh = lock::hash_of(&root, &piece).ok().as_ref() == locked.get(&piece.name);
+        let Ok(page) = std::fs::read_to_string(root.join(&piece.output)) else { continue };
+        if !fresh && !every_output {
+            continue;
+        }
+        checked += 1;
+        let script = pages::read(&root.join(lock::SESSIONS).join(format!("{}.sh", piece.name)));
+        match session::parse(&script) {
+            Err(error) => problems.push(format!("{}/{}.sh: {error}", lock::SESSIONS, piece.name)),
+            Ok(session) => problems.extend(
+                expect::check(&page, &session.steps)
+                    .into_iter()
+                    .map(|problem| format!("{}: {problem}", piece.output)),
+            ),
+        }
+    }
+    assert!(
+        checked > 0 || lock::pieces(&root).is_ok_and(|p| p.is_empty()),
+        "no fresh session to check"
+    );
+    assert!(
+        problems.is_empty(),
+        "{} sessions show what their page does not expect. Fix the session (or the page's \
+         description and the session's `# expect:` / `# range:` lines with it), and run \
+         book/tools/gen-sessions.sh NAME:\n  {}",
+        problems.len(),
+        problems.join("\n  ")
+    );
+}
+
+#[test]
+fn counts_are_found_before_the_nouns_that_drift() {
+    let phrases = |text: &str| -> Vec<String> {
+        counts::counts(text).into_iter().map(|count| count.phrase).collect()
+    };
+    assert_eq!(
+        phrases(
+            "Six files are new. It runs four of the 54): three timeout checks, and `four \
+                 calls` in code, five depths, 16 KiB, 200 MiB file, a dozen or so calls."
+        ),
+        ["Six files", "four of the 54", "three timeout checks", "five depths"]
+    );
+    assert_eq!(
+        phrases("Three more\nrows turn to yes; one line; two, then files"),
+        ["Three more rows"]
+    );
+}
+
+/// A count the prose types is generated, checked, or allowed with a reason.
+#[test]
+fn no_count_is_typed_where_it_can_drift() {
+    let root = repository();
+    let allowed = counts::allowed(&pages::read(&root.join(counts::ALLOWED_FILE)));
+    let mut problems = allowed.problems.clone();
+    let mut used = BTreeSet::new();
+    for page in checked_pages() {
+        let name = page
+            .path
+            .strip_prefix(root.join("book/src"))
+            .unwrap_or(&page.path)
+            .to_string_lossy()
+            .into_owned();
+        let text = pages::read(&page.path);
+        let prose = prose(&text);
+        let verified = match page.chapter {
+            Some(chapter) if !page.name().contains("/answers/") => {
+                diffs::check_page(chapter, &prose).1
+            }
+            _ => Vec::new(),
+        };
+        for count in counts::unvouched(&name, &prose, &allowed, &verified, &mut used) {
+            problems.push(format!("{}:{}: \"{}\"", page.name(), count.line, count.phrase));
+        }
+    }
+    for ((page, phrase), (_, line)) in &allowed.phrases {
+        if !used.contains(&(page.clone(), phrase.clone())) {
+            problems.push(format!(
+                "{}:{line}: `{page}: {phrase}` allows a count no page types any more: remove it",
+                counts::ALLOWED_FILE
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{} counts are typed where they can drift. Include the generated number \
+         (generated/facts.txt), let the sentence say what the count was for without it, or, \
+         for a fact that cannot change without the page's lesson, list `PAGE: PHRASE` in {} \
+         under the reason:\n  {}",
+        problems.len(),
+        counts::ALLOWED_FILE,
+        problems.join("\n  ")
+    );
+}
+
+/// What a chapter's page says about its step's files agrees with the step's diff table.
+#[test]
+fn what_a_page_says_of_its_files_is_what_its_diff_shows() {
+    let mut problems = Vec::new();
+    for page in checked_pages() {
+        let Some(chapter) = page.chapter else { continue };
+        if page.name().contains("/answers/") {
+            continue;
+        }
+        let prose = prose(&pages::read(&page.path));
+        for problem in diffs::check_page(chapter, &prose).0 {
+            problems.push(format!("{}:{problem}", page.name()));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{} things the pages say of their step's files are not what its diff shows \
+         (book/src/generated/diff-MM-NN.md):\n  {}",
         problems.len(),
         problems.join("\n  ")
     );
