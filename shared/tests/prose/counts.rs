@@ -10,8 +10,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::pages::{line_of, slice};
 
-/// Number words, as the prose spells them. "One" is left out: "one line per step", "one
-/// thread" are how the book explains, not counts that drift.
+/// Number words, as the prose spells them. "One" and "both" are left out: "one line per
+/// step", "one thread", "both chapters" are how the book explains, not counts that drift.
 const NUMBER_WORDS: &[&str] = &[
     "two",
     "three",
@@ -36,7 +36,6 @@ const NUMBER_WORDS: &[&str] = &[
     "forty",
     "fifty",
     "dozen",
-    "both",
 ];
 
 /// The things whose number changes with the code: a count of these is a claim about it.
@@ -202,7 +201,9 @@ pub fn counts(prose: &str) -> Vec<Count> {
             .rev()
             .find(|(_, _, before)| !(is_number(before) || ["and", "or", "to"].contains(before)))
             .is_some_and(|(_, _, before)| LABELS.contains(&before.to_lowercase().as_str()));
-        if !is_number(word) || (labelled && word.starts_with(|c: char| c.is_ascii_digit())) {
+        // "no two files import each other", "between two turns": not counts.
+        let idiom = index > 0 && ["no", "between"].contains(&words[index - 1].2.to_lowercase().as_str());
+        if !is_number(word) || idiom || (labelled && word.starts_with(|c: char| c.is_ascii_digit())) {
             index += 1;
             continue;
         }
