@@ -3,9 +3,9 @@
 //! which chapters add no row the suite can see, how many rows each chapter turns to "yes",
 //! and which chapters switch on which of `shared::args`'s extra flags.
 //!
-//! `cargo run -p suite -- --facts > book/src/generated/facts.txt` writes the facts, one
+//! `cargo run -p suite -- --facts > book/src/generated/facts.md` writes the facts, one
 //! anchor each, for a page to include in a sentence
-//! (`{{#include generated/facts.txt:checks}}`); `--extras-table >
+//! (`{{#include generated/facts.md:checks}}`); `--extras-table >
 //! book/src/generated/extras.md` writes the table of extra flags the `shared` page shows.
 //! A test fails when either differs from what the code says today.
 
@@ -106,9 +106,9 @@ pub fn facts() -> String {
         fact(&format!("rows-yes-ch{:02}", chapter.number), in_words(rows_turned(chapter.number)));
     }
     format!(
-        "Generated from the suite by `cargo run -p suite -- --facts` (tests/src/facts.rs): do \
-         not edit.\nA test fails when these and the code disagree. A page includes one with \
-         {{{{#include generated/facts.txt:NAME}}}}.\n{out}"
+"<!-- Generated from the suite by `cargo run -p suite -- --facts` (tests/src/facts.rs).\n     \
+         Do not edit: a test fails when these and the code disagree. A page includes one by \
+         its anchor. -->\n{out}"
     )
 }
 

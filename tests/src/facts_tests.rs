@@ -68,12 +68,12 @@ fn the_probes_on_one_loop_are_the_ones_that_ask_for_it() {
 /// The book includes the facts; this keeps them the same as the code.
 #[test]
 fn book_facts_are_current() {
-    let path = workspace_root().join("book/src/generated/facts.txt");
+    let path = workspace_root().join("book/src/generated/facts.md");
     let in_book = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         in_book == facts(),
         "{} is out of date with the suite; regenerate it with\n    \
-         cargo run -p suite -- --facts > book/src/generated/facts.txt",
+         cargo run -p suite -- --facts > book/src/generated/facts.md",
         path.display()
     );
 }

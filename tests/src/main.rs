@@ -51,7 +51,7 @@ usage: suite [--chapter N] [--command CMD | --addr HOST:PORT] [--only NAME]
   --capability-table  print the capability table (Markdown) for the book
   --flags-table       print the flags a server must accept, by chapter (Markdown)
   --checklist         print every rule the checks hold a server to, by chapter (Markdown)
-  --facts             print the counts and lists the book's prose states (generated/facts.txt)
+  --facts             print the counts and lists the book's prose states (generated/facts.md)
   --extras-table      print shared's extra flags and the chapters that have them (Markdown)
 
 The report says a cause shared by several checks once, at the top, and ends with the

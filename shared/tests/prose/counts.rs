@@ -1,7 +1,7 @@
 //! Counts the prose types: "six files are new", "four of the 58 checks", "three chapters
 //! add nothing the suite can see". Each was true once; the code moved on and the number
 //! stayed. A count of the things that change (checks, files, lines, fields, turns...) is
-//! generated (an include of a generated piece, such as `generated/facts.txt:checks`), or
+//! generated (an include of a generated piece, such as `generated/facts.md:checks`), or
 //! checked where it is made (a diff's table, a session's `# range:`), or not typed at all.
 //! The few that are facts by construction are listed in `book/counts-allowed.txt`, each
 //! under a reason.
@@ -125,6 +125,10 @@ const NOT_BEFORE: &[&str] = &[
     "handles",
 ];
 
+/// What else a diagram counts of the code it depicts.
+const DIAGRAM_NOUNS: [&str; 8] =
+    ["worker", "workers", "thread", "threads", "loop", "loops", "buffer", "buffers"];
+
 /// Words that may stand between the number and its noun: "three more rows", "two new
 /// files", "four of the 58 checks".
 const BETWEEN: &[&str] = &[
@@ -190,6 +194,12 @@ fn words(prose: &str) -> Vec<(usize, usize, &str)> {
 /// number word from two up) followed, within two short words, by a noun that drifts; and
 /// "N of the M", a count out of a total.
 pub fn counts(prose: &str) -> Vec<Count> {
+    counts_of(prose, &[])
+}
+
+/// [`counts`], with more nouns that drift: a diagram's text says "4 workers", "two loops",
+/// "256 buffers" of the code it depicts.
+pub fn counts_of(prose: &str, more_nouns: &[&str]) -> Vec<Count> {
     let words = words(prose);
     let mut found = Vec::new();
     let mut index = 0;
@@ -202,8 +212,10 @@ pub fn counts(prose: &str) -> Vec<Count> {
             .find(|(_, _, before)| !(is_number(before) || ["and", "or", "to"].contains(before)))
             .is_some_and(|(_, _, before)| LABELS.contains(&before.to_lowercase().as_str()));
         // "no two files import each other", "between two turns": not counts.
-        let idiom = index > 0 && ["no", "between"].contains(&words[index - 1].2.to_lowercase().as_str());
-        if !is_number(word) || idiom || (labelled && word.starts_with(|c: char| c.is_ascii_digit())) {
+        let idiom =
+            index > 0 && ["no", "between"].contains(&words[index - 1].2.to_lowercase().as_str());
+        if !is_number(word) || idiom || (labelled && word.starts_with(|c: char| c.is_ascii_digit()))
+        {
             index += 1;
             continue;
         }
@@ -220,7 +232,9 @@ pub fn counts(prose: &str) -> Vec<Count> {
             let adjective = words
                 .get(index + ahead + 1)
                 .is_some_and(|(_, _, after)| NOT_BEFORE.contains(&after.to_lowercase().as_str()));
-            if NOUNS.contains(&next_lower.as_str()) && !adjective {
+            let noun =
+                NOUNS.contains(&next_lower.as_str()) || more_nouns.contains(&next_lower.as_str());
+            if noun && !adjective {
                 end_index = Some(index + ahead);
                 break;
             }
@@ -300,7 +314,8 @@ pub fn unvouched(
     page: &str, prose: &str, allowed: &Allowed, checked: &[(usize, usize)],
     used: &mut BTreeSet<(String, String)>,
 ) -> Vec<Count> {
-    counts(prose)
+    let more: &[&str] = if page.ends_with(".svg") { &DIAGRAM_NOUNS } else { &[] };
+    counts_of(prose, more)
         .into_iter()
         .filter(|count| {
             let verified =

@@ -2,14 +2,35 @@
 //!
 //! `book.rs` keeps what a page quotes true: excerpts, diffs and outputs are generated, and
 //! a stale one fails. The prose around them is typed, and drifts: a function is renamed and
-//! the sentence that walks through it is not, a file is added and "five are new" stays.
-//! These checks hold the prose to the code:
+//! the sentence that walks through it is not, a file is added and "five are new" stays, a
+//! session is made again and the page goes on describing the old run. These checks hold
+//! the prose to the code:
 //!
-//! - `names`: every name in backticks on a chapter's page, its answers, and the pages
-//!   about every chapter (`hostile-clients.md`, `shared.md`, `course.md`,
-//!   `your-server.md`) is in the code the page speaks of, or in `book/names-outside.txt`
-//!   (std, libc, the kernel, other servers...), whose groups say why. "`name` in
-//!   `file.rs`" and "`file.rs`'s `name`" must be defined in that very file.
+//! - names (`names.rs`): every name in backticks on a chapter's page, its answers, and
+//!   the pages about every chapter (`hostile-clients.md`, `shared.md`, `course.md`,
+//!   `your-server.md`) is in the code the page speaks of (the chapter's sources and its
+//!   neighbours', `shared`, the suite, and the page's own code blocks), or in
+//!   `book/names-outside.txt` (std, libc, the kernel, nginx, libuv, Redis, Tokio...), whose
+//!   groups say why. "`name` in `file.rs`" and "`file.rs`'s `name`" must be defined in
+//!   that very file; `Type::member` must be a member of that type.
+//! - answers (`answers.rs`): every Rust block of an answer is built into a copy of its
+//!   chapter (one `cargo check` of all of them, cached under the target folder), or is
+//!   `rust,ignore` with the reason in the line before it.
+//! - counts (`counts.rs`): a number typed before the things that change with the code
+//!   (checks, files, lines, turns, fields, functions, calls, rows...) is generated
+//!   (`generated/facts.md`, made by the suite), checked where it is made (by the diffs
+//!   check, or a session's `# expect:`), or allowed by `book/counts-allowed.txt` with a
+//!   reason.
+//! - sessions: each fresh session's output shows what its `# expect:`, `# range:` and
+//!   `# quiet` lines say, prints something for every shown command, and shows no suite
+//!   failure nobody expects (`tests/src/bin/sessions/expect.rs`, which the generator runs
+//!   too).
+//! - diffs (`diffs.rs`): what a chapter's page says of its step's files ("`a.rs` is new",
+//!   "six are gone", "the other files are chapter 8's") agrees with the step's generated
+//!   diff table.
+//! - diagrams (`pictures.rs`): each `images/*.svg` says what code it depicts; its text's
+//!   names are in that code and its counts are held as a page's; the lock makes it stale
+//!   when that code changes.
 //!
 //! It lives beside `book.rs`, as a test of its own, so that each can be run alone:
 //! `cargo test -p shared --test prose`.
@@ -20,6 +41,7 @@ mod counts;
 mod diffs;
 mod names;
 mod pages;
+mod pictures;
 
 // The sessions' format and what they expect of their outputs, as the generator reads them
 // (`book/tools/gen-sessions.sh`), and the lock that says which outputs are fresh.
@@ -148,14 +170,11 @@ fn own_code(page: &pages::Page) -> String {
     own
 }
 
-/// Every name in backticks is in the code its page speaks of, or outside it by the
-/// allow-list; a name said to be in a file is defined in that file.
-#[test]
-fn every_name_in_backticks_is_in_the_code() {
-    let root = repository();
-    let allow_list = outside(&pages::read(&root.join(OUTSIDE_FILE)));
-    let mut problems = allow_list.problems.clone();
-    let mut used = BTreeSet::new();
+/// The names in backticks on the checked pages that are not in the code they speak of,
+/// nor outside it by the allow-list; `used` collects the allow-list's names that vouched.
+/// Also how many code names were seen.
+fn name_problems(allow_list: &names::Outside, used: &mut BTreeSet<String>) -> (Vec<String>, usize) {
+    let mut problems = Vec::new();
     let mut seen = 0;
     for page in checked_pages() {
         let text = pages::read(&page.path);
@@ -181,21 +200,22 @@ fn every_name_in_backticks_is_in_the_code() {
             let file = said_to_be_in(before, after);
             let why = match &file {
                 Some(file) => scope.missing_in_file(&name, file),
-                None => scope.missing(&name, &allow_list, &mut used),
+                None => scope.missing(&name, allow_list, used),
             };
             if let Some(why) = why {
                 problems.push(format!("{place}: `{}`: {why}", span.text));
             }
         }
     }
-    for (name, (group, line)) in &allow_list.names {
-        if !used.contains(name) {
-            problems.push(format!(
-                "{OUTSIDE_FILE}:{line}: `{name}` (\"{group}\") vouches for no name a page writes \
-                 outside our code any more: remove it"
-            ));
-        }
-    }
+    (problems, seen)
+}
+
+/// Every name in backticks is in the code its page speaks of, or outside it by the
+/// allow-list; a name said to be in a file is defined in that file.
+#[test]
+fn every_name_in_backticks_is_in_the_code() {
+    let allow_list = outside(&pages::read(&repository().join(OUTSIDE_FILE)));
+    let (problems, seen) = name_problems(&allow_list, &mut BTreeSet::new());
     assert!(seen > 100, "only {seen} code names found: is code_name still finding them?");
     assert!(
         problems.is_empty(),
@@ -315,44 +335,35 @@ fn counts_are_found_before_the_nouns_that_drift() {
     );
 }
 
-/// A count the prose types is generated, checked, or allowed with a reason.
-#[test]
-fn no_count_is_typed_where_it_can_drift() {
-    let root = repository();
-    let allowed = counts::allowed(&pages::read(&root.join(counts::ALLOWED_FILE)));
-    let mut problems = allowed.problems.clone();
-    let mut used = BTreeSet::new();
+/// The counts typed on the checked pages that nothing vouches for; `used` collects the
+/// allow-list's lines that vouched.
+fn count_problems(allowed: &counts::Allowed, used: &mut BTreeSet<(String, String)>) -> Vec<String> {
+    let src = repository().join("book/src");
+    let mut problems = Vec::new();
     for page in checked_pages() {
-        let name = page
-            .path
-            .strip_prefix(root.join("book/src"))
-            .unwrap_or(&page.path)
-            .to_string_lossy()
-            .into_owned();
-        let text = pages::read(&page.path);
-        let prose = prose(&text);
+        let name =
+            page.path.strip_prefix(&src).unwrap_or(&page.path).to_string_lossy().into_owned();
+        let prose = prose(&pages::read(&page.path));
         let verified = match page.chapter {
-            Some(chapter) if !page.name().contains("/answers/") => {
-                diffs::check_page(chapter, &prose).1
-            }
+            Some(chapter) if !name.starts_with("answers/") => diffs::check_page(chapter, &prose).1,
             _ => Vec::new(),
         };
-        for count in counts::unvouched(&name, &prose, &allowed, &verified, &mut used) {
+        for count in counts::unvouched(&name, &prose, allowed, &verified, used) {
             problems.push(format!("{}:{}: \"{}\"", page.name(), count.line, count.phrase));
         }
     }
-    for ((page, phrase), (_, line)) in &allowed.phrases {
-        if !used.contains(&(page.clone(), phrase.clone())) {
-            problems.push(format!(
-                "{}:{line}: `{page}: {phrase}` allows a count no page types any more: remove it",
-                counts::ALLOWED_FILE
-            ));
-        }
-    }
+    problems
+}
+
+/// A count the prose types is generated, checked, or allowed with a reason.
+#[test]
+fn no_count_is_typed_where_it_can_drift() {
+    let allowed = counts::allowed(&pages::read(&repository().join(counts::ALLOWED_FILE)));
+    let problems = count_problems(&allowed, &mut BTreeSet::new());
     assert!(
         problems.is_empty(),
         "{} counts are typed where they can drift. Include the generated number \
-         (generated/facts.txt), let the sentence say what the count was for without it, or, \
+         (generated/facts.md), let the sentence say what the count was for without it, or, \
          for a fact that cannot change without the page's lesson, list `PAGE: PHRASE` in {} \
          under the reason:\n  {}",
         problems.len(),
@@ -382,4 +393,136 @@ fn what_a_page_says_of_its_files_is_what_its_diff_shows() {
         problems.len(),
         problems.join("\n  ")
     );
+}
+
+#[test]
+fn a_diagrams_words_and_names_are_found() {
+    let svg = "<svg><title>A turn</title><text x=\"1\">a HashMap from Token</text>\
+               <text>poll(list, timeout) on loop-1</text><textPath>no</textPath>\
+               <text>run_app &amp; files::CHUNK</text></svg>";
+    let lines = pictures::text_of(svg);
+    assert_eq!(
+        lines,
+        [
+            "A turn",
+            "a HashMap from Token",
+            "poll(list, timeout) on loop-1",
+            "run_app & files::CHUNK"
+        ]
+    );
+    let names: Vec<String> = lines.iter().flat_map(|line| pictures::names_in(line)).collect();
+    assert_eq!(names, ["HashMap", "poll", "run_app", "files::CHUNK"]);
+}
+
+/// What the diagrams say that the code they depict does not have: names, and counts
+/// nothing vouches for. `used_names` and `used_counts` collect what the allow-lists
+/// vouched for.
+fn diagram_problems(
+    allow_list: &names::Outside, allowed: &counts::Allowed, used_names: &mut BTreeSet<String>,
+    used_counts: &mut BTreeSet<(String, String)>,
+) -> Vec<String> {
+    let root = repository();
+    let mut problems = Vec::new();
+    let mut entries: Vec<_> = std::fs::read_dir(root.join(lock::IMAGES))
+        .expect("book/src/images")
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|extension| extension == "svg"))
+        .collect();
+    entries.sort();
+    for path in &entries {
+        let name = pages::short(path);
+        let svg = pages::read(path);
+        let Some(files) = lock::depicted(&svg) else {
+            problems.push(format!(
+                "{name}: says nothing of what it depicts: add `<!-- depicts: FILE... -->` (the \
+                 code it shows, from the repository's root) or `<!-- depicts: none -->`"
+            ));
+            continue;
+        };
+        for file in files.iter().filter(|file| !root.join(file).is_file()) {
+            problems.push(format!("{name}: depicts {file}, which does not exist"));
+        }
+        // A picture of an idea may use any of our names; a picture of code, its code's.
+        let roots: Vec<String> = if files.is_empty() {
+            std::iter::once("chapters")
+                .chain(ALWAYS_IN_SCOPE.iter().copied())
+                .map(str::to_string)
+                .collect()
+        } else {
+            files.clone()
+        };
+        let nothing = code::FileIndex::default();
+        let scope = Scope { code: code(), roots: &roots, own: &nothing };
+        let lines = pictures::text_of(&svg);
+        for line in &lines {
+            for word in pictures::names_in(line) {
+                let Some(parsed) = code_name(&word) else { continue };
+                if let Some(why) = scope.missing(&parsed, allow_list, used_names) {
+                    let at = line.find(&word).unwrap_or_default();
+                    let context = pages::slice(line, at.saturating_sub(30), at + word.len() + 30);
+                    problems.push(format!("{name}: `{word}` (in \"...{context}...\"): {why}"));
+                }
+            }
+        }
+        let page =
+            path.strip_prefix(root.join("book/src")).unwrap_or(path).to_string_lossy().into_owned();
+        for count in counts::unvouched(&page, &lines.join(".\n"), allowed, &[], used_counts) {
+            problems
+                .push(format!("{name}: \"{}\" is a count typed where it can drift", count.phrase));
+        }
+    }
+    problems
+}
+
+/// Every diagram says what it depicts; the names its text writes are in those files (or
+/// outside our code, by the allow-list), and its counts are held as a page's.
+#[test]
+fn every_diagram_names_what_the_code_it_depicts_has() {
+    let root = repository();
+    let allow_list = outside(&pages::read(&root.join(OUTSIDE_FILE)));
+    let allowed = counts::allowed(&pages::read(&root.join(counts::ALLOWED_FILE)));
+    let problems =
+        diagram_problems(&allow_list, &allowed, &mut BTreeSet::new(), &mut BTreeSet::new());
+    assert!(
+        problems.is_empty(),
+        "{} things the diagrams say are not what the code they depict has (a name must be in \
+         the files its `depicts:` line names, or in {OUTSIDE_FILE}; a count, in {}):\n  {}",
+        problems.len(),
+        counts::ALLOWED_FILE,
+        problems.join("\n  ")
+    );
+}
+
+/// The allow-lists are well formed, and every line of them still vouches for something a
+/// page or a diagram writes.
+#[test]
+fn the_allow_lists_hold_only_what_is_used() {
+    let root = repository();
+    let allow_list = outside(&pages::read(&root.join(OUTSIDE_FILE)));
+    let allowed = counts::allowed(&pages::read(&root.join(counts::ALLOWED_FILE)));
+    let mut problems = allow_list.problems.clone();
+    problems.extend(allowed.problems.iter().cloned());
+    let (mut used_names, mut used_counts) = (BTreeSet::new(), BTreeSet::new());
+    let _ = name_problems(&allow_list, &mut used_names);
+    let _ = count_problems(&allowed, &mut used_counts);
+    let _ = diagram_problems(&allow_list, &allowed, &mut used_names, &mut used_counts);
+    for (name, (group, line)) in &allow_list.names {
+        if !used_names.contains(name) {
+            problems.push(format!(
+                "{OUTSIDE_FILE}:{line}: `{name}` (\"{group}\") vouches for no name a page or \
+                 diagram writes outside our code any more: remove it"
+            ));
+        }
+    }
+    for ((page, phrase), (_, line)) in &allowed.phrases {
+        if !used_counts.contains(&(page.clone(), phrase.clone())) {
+            problems.push(format!(
+                "{}:{line}: `{page}: {phrase}` allows a count no page or diagram types any \
+                 more: remove it",
+                counts::ALLOWED_FILE
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

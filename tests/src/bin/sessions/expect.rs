@@ -15,6 +15,8 @@
 //! ```
 //!
 //! - `# expect: PATTERN`: some line of the command's output matches.
+//! - `# absent: PATTERN`: no line of it matches ("no `READ`: the file's bytes never
+//!   reached our memory").
 //! - `# range: LOW..HIGH PATTERN`: the pattern has one `{}`, a number; every line of the
 //!   command's output that matches has it between LOW and HIGH (both included), and one
 //!   line at least matches. A figure the page takes from a run, said in the prose as a
@@ -43,6 +45,7 @@ use crate::session::{Kind, Step};
 #[derive(Debug, Clone, PartialEq)]
 pub enum Expectation {
     Line(String),
+    Absent(String),
     Range { low: f64, high: f64, pattern: String },
     Quiet,
 }
@@ -53,12 +56,19 @@ impl Expectation {
         if line.trim_end() == "# quiet" {
             return Some(Ok(Expectation::Quiet));
         }
-        if let Some(pattern) = line.strip_prefix("# expect:") {
-            let pattern = pattern.trim();
-            if pattern.is_empty() {
-                return Some(Err("`# expect:` wants a pattern".to_string()));
+        for (prefix, absent) in [("# expect:", false), ("# absent:", true)] {
+            if let Some(pattern) = line.strip_prefix(prefix) {
+                let pattern = pattern.trim();
+                if pattern.is_empty() {
+                    return Some(Err(format!("`{prefix}` wants a pattern")));
+                }
+                let pattern = pattern.to_string();
+                return Some(Ok(if absent {
+                    Expectation::Absent(pattern)
+                } else {
+                    Expectation::Line(pattern)
+                }));
             }
-            return Some(Ok(Expectation::Line(pattern.to_string())));
         }
         let rest = line.strip_prefix("# range:")?.trim();
         let parsed = (|| {
@@ -243,6 +253,15 @@ pub fn check(page: &str, steps: &[Step]) -> Vec<String> {
         for expectation in &step.expect {
             match expectation {
                 Expectation::Quiet => {}
+                Expectation::Absent(pattern) => {
+                    if let Some(line) = output.iter().find(|line| matches(pattern, line).is_some())
+                    {
+                        problems.push(format!(
+                            "`$ {shown}`: `{line}` matches `# absent: {pattern}`, which the page \
+                             says is not there"
+                        ));
+                    }
+                }
                 Expectation::Line(pattern) => {
                     if !output.iter().any(|line| matches(pattern, line).is_some()) {
                         problems.push(format!(
@@ -279,7 +298,7 @@ pub fn check(page: &str, steps: &[Step]) -> Vec<String> {
                 Expectation::Line(pattern) | Expectation::Range { pattern, .. } => {
                     matches(pattern, line).is_some()
                 }
-                Expectation::Quiet => false,
+                Expectation::Quiet | Expectation::Absent(_) => false,
             });
             if failures > 0 && !expected {
                 problems.push(format!(

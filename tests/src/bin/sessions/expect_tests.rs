@@ -89,3 +89,14 @@ fn a_figure_outside_its_range_fails() {
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(problems[0].contains("60.4 is outside the range the page gives, 1..20"));
 }
+
+#[test]
+fn an_absent_pattern_fails_when_it_is_there() {
+    let session =
+        parse("# absent: opcode READ\n$ perf script a\n# absent: opcode READ\n$ perf script b\n")
+            .unwrap();
+    let page = "$ perf script a\n    400 opcode SPLICE\n$ perf script b\n    800 opcode READ\n";
+    let problems = check(page, &session.steps);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].contains("`    800 opcode READ` matches `# absent: opcode READ`"));
+}

@@ -33,8 +33,9 @@ its inputs in book/src/generated/sessions.lock.
 
   --status          say which generated pieces of the book are stale, and what remakes them
   --record NAME...  record today's inputs of a piece made by another program
-                    (timeline-chNN, bench) without making it again: only when you know
-                    the piece is still right for them
+                    (timeline-chNN, bench) or by hand (image-NAME, a diagram checked
+                    against the files its depicts: line names) without making it again:
+                    only when you know the piece is still right for them
 
 A session file, line by line:
   # inputs: A B ...  what the output depends on: files, or folders taken recursively
@@ -47,8 +48,9 @@ A session file, line by line:
   @ command          run, not shown, output dropped (build first, wait for a server with
                      book/tools/wait-for-port.sh PORT, stop it); if it fails, the session
                      fails
-Above a shown command, what the page relies on in its output (tests/src/bin/sessions/expect.rs):
+Above a shown command, what the page relies on in its output (expect.rs):
   # expect: PATTERN  a line of its output matches (`*`: any text, `{}`: a number)
+  # absent: PATTERN  no line of its output matches
   # range: LOW..HIGH PATTERN
                      every line that matches has its `{}` between LOW and HIGH (and one does):
                      a figure the prose gives as a range, checked on every run

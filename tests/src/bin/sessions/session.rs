@@ -23,7 +23,8 @@
 //!   in a terminal of its own. It must not end with a comment (` &` is added at its end).
 //! - `@ command`: run, not shown, its output dropped: setup (build first, wait until a
 //!   server listens, stop it). A setup command that fails stops the session.
-//! - `# expect: PATTERN`, `# range: LOW..HIGH PATTERN`, `# quiet`, above a shown command:
+//! - `# expect: PATTERN`, `# absent: PATTERN`, `# range: LOW..HIGH PATTERN`, `# quiet`,
+//!   above a shown command:
 //!   what its output must show, checked each time the session runs (`expect.rs`). A shown
 //!   command that prints nothing, and a suite summary that counts a failure, fail the
 //!   session unless these lines say the page expects it.
@@ -135,8 +136,8 @@ pub fn parse(text: &str) -> Result<Session, String> {
         until = here_document(&command);
         if kind == Kind::Hidden && !expect.is_empty() {
             return Err(format!(
-                "line {number}: an expectation (`# expect:`, `# range:`, `# quiet`) above a \
-                 hidden step, whose output is dropped"
+                "line {number}: an expectation (`# expect:`, `# absent:`, `# range:`, `# quiet`) \
+                 above a hidden step, whose output is dropped"
             ));
         }
         steps.push(Step { kind, lines: vec![command], expect: std::mem::take(&mut expect) });
