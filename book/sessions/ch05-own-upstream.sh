@@ -6,7 +6,12 @@ $ cargo run -p ch05-promises -- --upstream 127.0.0.1:8080 --trace 2>/tmp/ch05-tr
 $ curl -s -w '  <- %{http_code} after %{time_total}s\n' \
     'http://127.0.0.1:8080/upstream/sleep?ms=1000'
 @ sleep 0.2
-$ sed -n '/connecting/,/waiting on 5/p' /tmp/ch05-trace.txt
-$ sed -n '/fd 8: response sent/,/fd 6: response sent/p' /tmp/ch05-trace.txt
+# expect: token 3 writable
+# expect: waiting on 5 fds, timeout Some(0ns)
+# expect: fd 8: read
+$ sed -n '/connecting/,/fd 8: read/p' /tmp/ch05-trace.txt
+# expect: token 3 readable
+# expect: fd 6: sent
+$ sed -n '/fd 8: sent/,/fd 6: sent/p' /tmp/ch05-trace.txt
 $ kill %1
 @ wait

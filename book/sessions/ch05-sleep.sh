@@ -7,6 +7,9 @@ $ curl -s -o /dev/null -w 'sleep: %{http_code} after %{time_total}s\n' \
     'http://127.0.0.1:8080/sleep?ms=2000' &
 $ sleep 0.2; curl -s -w 'hello after %{time_total}s\n' http://127.0.0.1:8080/hello
 @ wait %2
-$ grep -B4 'fd 6: response sent' /tmp/ch05-trace.txt
+# expect: timer fired
+# expect: timeout Some(0ns)
+# expect: fd 6: sent
+$ grep -B4 'fd 6: sent' /tmp/ch05-trace.txt
 $ kill %1
 @ wait

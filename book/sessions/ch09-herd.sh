@@ -24,6 +24,7 @@ $ cargo run --release -p ch09-multicore -- --port 8097 --threads 4 --trace 2>/tm
 @ book/tools/wait-for-port.sh 8097
 $ perf stat --per-thread -x, -e context-switches -o /tmp/switches.txt -p $! &
 @ sleep 1
+# quiet
 $ python3 /tmp/conns.py 8097 1000
 $ curl -s http://127.0.0.1:8097/stats | grep thread
 $ kill -INT %2; wait %2; awk -F, '/loop-|multicore/ { print $1 ": " $2 }' /tmp/switches.txt
@@ -80,9 +81,12 @@ $ cargo run --release -p ch09-multicore -- --port 8097 --threads 4 --trace 2>/tm
 @ book/tools/wait-for-port.sh 8097
 $ perf stat --per-thread -x, -e context-switches -o /tmp/switches.txt -p $! &
 @ sleep 1
+# quiet
 $ python3 /tmp/conns.py 8097 1000
 $ curl -s http://127.0.0.1:8097/stats | grep thread
+# range: 1000..100000 loop-*: {}
 $ kill -INT %2; wait %2; awk -F, '/loop-|multicore/ { print $1 ": " $2 }' /tmp/switches.txt
+# range: 1000..4000 {}
 $ grep -c 'accept: would block' /tmp/herd.txt
 $ kill %1
 @ wait
@@ -153,6 +157,7 @@ $ cargo run --release -p ch09-multicore -- --port 8097 --threads 4 --trace 2>/tm
 @ book/tools/wait-for-port.sh 8097
 $ perf stat --per-thread -x, -e context-switches -o /tmp/switches.txt -p $! &
 @ sleep 1
+# quiet
 $ python3 /tmp/conns.py 8097 1000
 $ curl -s http://127.0.0.1:8097/stats | grep thread
 $ kill -INT %2; wait %2; awk -F, '/loop-|multicore/ { print $1 ": " $2 }' /tmp/switches.txt

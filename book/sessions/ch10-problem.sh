@@ -12,6 +12,7 @@ $ strace -f -c -o /tmp/calls.txt -p $(jobs -p %1) &
 $ cargo run --release -p suite --bin load -- --connections 50 --duration 3 \
     http://127.0.0.1:8080/hello | grep '^requests ' | tee /tmp/requests.txt
 $ sleep 1; kill %2; wait %2; cat /tmp/calls.txt
+# range: 150..250 {} system calls per 100 requests
 $ awk '$1 == "requests" { requests = $2 } $NF == "total" \
     { printf "%.1f system calls per 100 requests\n", 100 * $4 / requests }' \
     /tmp/requests.txt /tmp/calls.txt

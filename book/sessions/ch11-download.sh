@@ -14,6 +14,8 @@ $ perf record -q -e io_uring:io_uring_submit_req -o /tmp/ring.data -p $server &
 $ curl -s -o /dev/null -w "%{http_code}, %{size_download} bytes\n" \
     http://127.0.0.1:8080/files/big.bin
 $ kill -INT %3; wait %3; kill %2; wait %2; cat /tmp/calls.txt
+# expect: opcode SPLICE
+# absent: opcode READ
 $ perf script -i /tmp/ring.data -F trace 2>/dev/null | grep -o 'opcode \w*' | sort | uniq -c
 $ kill %1; wait %1
 $ cargo run --release -p ch10-io-uring -- --threads 1 --root /tmp/site &

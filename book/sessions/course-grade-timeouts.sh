@@ -8,6 +8,8 @@
 @ cargo run -q -p suite --bin lab -- 4 /tmp/ana-ch04
 $ cargo build --release --manifest-path /tmp/ana-ch04/Cargo.toml
 $ /tmp/ana-ch04/target/release/ana-ch04 --help
+# expect: 4 checks: 1 pass, 3 expected limitations, 0 fail
 $ cargo run -p suite -- --command /tmp/ana-ch04/target/release/ana-ch04 --chapter 3 --only timeout
+# expect: 4 checks: 1 pass, 0 expected limitations, 3 fail
 $ cargo run -p suite -- --command /tmp/ana-ch04/target/release/ana-ch04 --chapter 4 \
     --only timeout; echo "exit status $?"

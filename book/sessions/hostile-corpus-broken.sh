@@ -10,4 +10,6 @@
 @ grep -q 'if let (Some(chunked), None)' shared/src/http/request.rs
 @ ! grep -q 'both Content-Length and Transfer-Encoding' shared/src/http/request.rs
 @ cargo build -p suite
+# expect: FAIL: 3 of {} corpus rows failed
+# expect: 1 check: 0 pass, 0 expected limitations, 1 fail
 $ cargo run -p suite -- --chapter 4 --only corpus

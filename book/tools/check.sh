@@ -14,7 +14,13 @@
 #    timelines, the benchmark) was made from today's inputs, by the hashes in
 #    book/src/generated/sessions.lock. `book/tools/gen-sessions.sh --status` lists the
 #    stale ones and the command that makes each again.
-# 2. If mdbook is installed: `mdbook build` prints no warning or error, and no include
+# 2. The checks in shared/tests/prose/: the prose says what the code does. Every name in
+#    backticks is in the code its page speaks of, or in book/names-outside.txt; every
+#    Rust block of an answer builds against its chapter (or says why not); no count is
+#    typed where it can drift (book/counts-allowed.txt lists the few that stay); every
+#    fresh session shows what its `# expect:` lines say; a page's claims about its step's
+#    files match the diff's table; the diagrams' words are held as a page's.
+# 3. If mdbook is installed: `mdbook build` prints no warning or error, and no include
 #    directive is left unexpanded in the HTML it writes. The build goes to a temporary
 #    folder, so book/book/ is left alone.
 #
@@ -27,6 +33,9 @@ cd "$root"
 
 echo "== book: includes, diffs, tables, code width, summary, links, pictures, quoted output (shared/tests/book.rs)"
 cargo test --quiet -p shared --test book
+
+echo "== book: names, answers' code, counts, sessions' expectations, diffs' files, diagrams (shared/tests/prose)"
+cargo test --quiet -p shared --test prose
 
 if ! command -v mdbook >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/mdbook" ]; then
     export PATH="$HOME/.cargo/bin:$PATH"

@@ -23,6 +23,18 @@
 #                      `@ cargo build -p ch08-async` before the page's `cargo run`, or
 #                      `@ book/tools/wait-for-port.sh 8080` until a server listens
 #
+#   # expect: PATTERN  above a shown command: a line of its output matches (`*`: any
+#                      text, `{}`: a number); `# absent: PATTERN`, no line does;
+#   # range: LOW..HIGH PATTERN
+#                      every line that matches has its `{}` in the range: a figure the
+#                      prose gives as a range, checked on every run
+#   # quiet            it prints nothing, on purpose
+#
+# A session fails, and its output is not written, when a shown command prints nothing
+# (unless it only starts, stops, waits, builds or writes a file, or is `# quiet`), when a
+# suite summary counts a failure no `# expect:` of its command matches, or when an
+# expectation does not hold (tests/src/bin/sessions/expect.rs).
+#
 # A line ending in `\` continues on the next (shown and run as one command). Every
 # command runs from the repository's root, in one bash process, so `&`, `%1` and
 # `kill %1` work as in a terminal. Each session has a time limit, and every process it

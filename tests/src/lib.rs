@@ -22,6 +22,9 @@
 //!
 //! - [`flags`]: every flag the suite passes a server, and from which chapter on it must
 //!   be accepted (the book's page on a reader's own server lists them).
+//! - [`facts`]: the counts and lists the book's prose states about the suite and the
+//!   chapters (how many checks, which run one loop, which chapters add no row, the extra
+//!   flags each chapter has), generated for the pages to include.
 //! - [`report`]: the runner's report: a cause shared by many checks said once, at the
 //!   top; one line per check and per row of the capability table; the summary last.
 //! - [`lock`]: what each generated piece of the book (a quoted session, a timeline, the
@@ -35,6 +38,7 @@
 
 pub mod chapters;
 pub mod client;
+pub mod facts;
 pub mod flags;
 pub mod harness;
 pub mod kernel;

@@ -22,6 +22,11 @@
 //! - `bench` for `book/src/generated/bench.md` and `bench.svg`, written by
 //!   `cargo run --release -p suite --bin bench`: every chapter, the shared crate's code and
 //!   `tests/src/bin/bench`.
+//! - `image-NAME` for each hand-drawn diagram `book/src/images/NAME.svg` that depicts code:
+//!   the picture itself and the files its `<!-- depicts: FILE... -->` line names. Nobody
+//!   can draw it again by program; a person checks it against those files and records
+//!   that it still holds (`book/tools/gen-sessions.sh --record image-NAME`), so that a
+//!   change to the code it shows, or to the picture, makes it stale until somebody looks.
 //!
 //! "The shared crate's code" is `shared/src` and `shared/Cargo.toml`: `shared/tests` holds
 //! the book's own check, which changes nothing a program prints.
@@ -36,6 +41,22 @@ use std::path::{Path, PathBuf};
 
 /// The lock, from the repository's root.
 pub const LOCK: &str = "book/src/generated/sessions.lock";
+/// The hand-drawn diagrams, and what says which files one depicts.
+pub const IMAGES: &str = "book/src/images";
+pub const DEPICTS: &str = "<!-- depicts:";
+
+/// The files a diagram's `<!-- depicts: a b c -->` line names: `Some(vec![])` for
+/// `depicts: none` (a picture of an idea, not of code), `None` without the line.
+pub fn depicted(svg: &str) -> Option<Vec<String>> {
+    let start = svg.find(DEPICTS)? + DEPICTS.len();
+    let end = svg[start..].find("-->")? + start;
+    let named = svg[start..end].trim();
+    if named == "none" || named.starts_with("none ") {
+        return Some(Vec::new());
+    }
+    Some(named.split_whitespace().map(str::to_string).collect())
+}
+
 /// Where the sessions are, and where their outputs go.
 pub const SESSIONS: &str = "book/sessions";
 pub const SESSION_OUTPUTS: &str = "book/src/generated/sessions";
@@ -181,6 +202,22 @@ pub fn pieces(root: &Path) -> Result<Vec<Piece>, String> {
                 number.trim_start_matches('0')
             ),
             name,
+            inputs,
+        });
+    }
+    for name in names_in(&root.join(IMAGES), ".svg") {
+        let picture = format!("{IMAGES}/{name}.svg");
+        let text = fs::read_to_string(root.join(&picture)).unwrap_or_default();
+        let Some(files) = depicted(&text).filter(|files| !files.is_empty()) else { continue };
+        let mut inputs = vec![picture.clone()];
+        inputs.extend(files);
+        pieces.push(Piece {
+            name: format!("image-{name}"),
+            output: picture,
+            remake: format!(
+                "book/tools/gen-sessions.sh --record image-{name}, once you have checked it \
+                 against the files its depicts: line names"
+            ),
             inputs,
         });
     }

@@ -9,6 +9,8 @@
 //! cargo run -p suite -- --capability-table             # the book's appendix table
 //! cargo run -p suite -- --flags-table                  # the flags, for the book
 //! cargo run -p suite -- --checklist                    # every rule, for the book
+//! cargo run -p suite -- --facts                        # counts and lists the book states
+//! cargo run -p suite -- --extras-table                 # shared's extra flags, by chapter
 //! ```
 //!
 //! The exit status is 1 when any check fails, so a course can grade a reader's server
@@ -31,7 +33,7 @@ use suite::server::{self, Options, Program, Server, FIRST_START_TIMEOUT};
 
 const USAGE: &str = "\
 usage: suite [--chapter N] [--command CMD | --addr HOST:PORT] [--only NAME]
-       suite --capability-table | --flags-table | --checklist
+       suite --capability-table | --flags-table | --checklist | --facts | --extras-table
 
   (no flags)          start every chapter that exists and run every probe against it
   --chapter N         only chapter N (the NN of chapters/NN-name)
@@ -49,6 +51,8 @@ usage: suite [--chapter N] [--command CMD | --addr HOST:PORT] [--only NAME]
   --capability-table  print the capability table (Markdown) for the book
   --flags-table       print the flags a server must accept, by chapter (Markdown)
   --checklist         print every rule the checks hold a server to, by chapter (Markdown)
+  --facts             print the counts and lists the book's prose states (generated/facts.md)
+  --extras-table      print shared's extra flags and the chapters that have them (Markdown)
 
 The report says a cause shared by several checks once, at the top, and ends with the
 summary line. The exit status is 1 if any check fails, 0 otherwise.";
@@ -64,6 +68,8 @@ struct Args {
     table: bool,
     flags_table: bool,
     checklist: bool,
+    facts: bool,
+    extras_table: bool,
 }
 
 fn parse_args(words: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -75,6 +81,8 @@ fn parse_args(words: impl Iterator<Item = String>) -> Result<Args, String> {
         table: false,
         flags_table: false,
         checklist: false,
+        facts: false,
+        extras_table: false,
     };
     let mut words = words;
     while let Some(flag) = words.next() {
@@ -101,6 +109,8 @@ fn parse_args(words: impl Iterator<Item = String>) -> Result<Args, String> {
             "--capability-table" => args.table = true,
             "--flags-table" => args.flags_table = true,
             "--checklist" => args.checklist = true,
+            "--facts" => args.facts = true,
+            "--extras-table" => args.extras_table = true,
             "--help" | "-h" => {
                 println!("{USAGE}");
                 exit(0);
@@ -125,6 +135,14 @@ fn main() {
         eprintln!("suite: {message}\n{USAGE}");
         exit(2);
     });
+    if args.facts {
+        print!("{}", suite::facts::facts());
+        return;
+    }
+    if args.extras_table {
+        print!("{}", suite::facts::extras_table());
+        return;
+    }
     if args.table {
         print!("{}", suite::manifest::capability_table());
         return;

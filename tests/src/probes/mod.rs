@@ -145,6 +145,18 @@ pub const PROBES: &[Probe] = &[
 ];
 // ANCHOR_END: probes
 
+/// The probes that start a server with more than one loop (chapter 9 on) as one loop,
+/// `--threads 1`: what they check is how one loop shares its turns, and with two loops a
+/// client that lands on the loop the others leave alone is served by luck. The book
+/// lists them from here (`facts.rs`); a test checks the list against the probes' code.
+pub const ON_ONE_LOOP: &[&str] = &[
+    "pipelined_without_reading",
+    "burst_of_clients",
+    "pipelined_flood",
+    "flood_behind_a_wait",
+    "departing_clients",
+];
+
 const fn probe(name: &'static str, capability: Capability, run: fn(&Target) -> Probed) -> Probe {
     Probe { name, capability, run }
 }

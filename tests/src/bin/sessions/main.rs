@@ -9,6 +9,7 @@
 //!
 //! `book/tools/gen-sessions.sh` runs this program.
 
+mod expect;
 mod session;
 mod transcript;
 
@@ -32,8 +33,9 @@ its inputs in book/src/generated/sessions.lock.
 
   --status          say which generated pieces of the book are stale, and what remakes them
   --record NAME...  record today's inputs of a piece made by another program
-                    (timeline-chNN, bench) without making it again: only when you know
-                    the piece is still right for them
+                    (timeline-chNN, bench) or by hand (image-NAME, a diagram checked
+                    against the files its depicts: line names) without making it again:
+                    only when you know the piece is still right for them
 
 A session file, line by line:
   # inputs: A B ...  what the output depends on: files, or folders taken recursively
@@ -46,6 +48,16 @@ A session file, line by line:
   @ command          run, not shown, output dropped (build first, wait for a server with
                      book/tools/wait-for-port.sh PORT, stop it); if it fails, the session
                      fails
+Above a shown command, what the page relies on in its output (expect.rs):
+  # expect: PATTERN  a line of its output matches (`*`: any text, `{}`: a number)
+  # absent: PATTERN  no line of its output matches
+  # range: LOW..HIGH PATTERN
+                     every line that matches has its `{}` between LOW and HIGH (and one does):
+                     a figure the prose gives as a range, checked on every run
+  # quiet            it prints nothing, on purpose
+A session fails, and writes nothing, when a shown command prints nothing (unless it only
+starts, stops, waits, builds or writes a file, or is `# quiet`), when a suite summary counts
+a failure that no `# expect:` of its command matches, or when an expectation does not hold.
 A line ending in `\\` continues on the next, and a here-document runs to its end marker.
 
 What the page shows: each shown command, then what it and any background job printed,
@@ -182,6 +194,18 @@ fn run_session(root: &Path, name: &str) -> Result<usize, String> {
     let bytes = fs::read(&output).map_err(|error| format!("cannot read output: {error}"))?;
     let raw = String::from_utf8_lossy(&bytes[..(length as usize).min(bytes.len())]);
     let page = transcript::transcript(&raw, &session.steps, &root_text, &script.to_string_lossy())?;
+    let problems = expect::check(&page, &session.steps);
+    if !problems.is_empty() {
+        // Kept for a look, where it cannot pass for the page's.
+        let kept = std::env::temp_dir().join(format!("sessions-{name}.txt"));
+        let _ = fs::write(&kept, &page);
+        return Err(format!(
+            "its output is not what the page expects (kept in {}; {SESSION_OUTPUTS}/{name}.txt \
+             is unchanged):\n  {}",
+            kept.display(),
+            problems.join("\n  ")
+        ));
+    }
     let target = root.join(SESSION_OUTPUTS).join(format!("{name}.txt"));
     fs::create_dir_all(root.join(SESSION_OUTPUTS))
         .map_err(|error| format!("cannot create {SESSION_OUTPUTS}: {error}"))?;

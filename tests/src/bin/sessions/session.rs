@@ -23,12 +23,19 @@
 //!   in a terminal of its own. It must not end with a comment (` &` is added at its end).
 //! - `@ command`: run, not shown, its output dropped: setup (build first, wait until a
 //!   server listens, stop it). A setup command that fails stops the session.
+//! - `# expect: PATTERN`, `# absent: PATTERN`, `# range: LOW..HIGH PATTERN`, `# quiet`,
+//!   above a shown command:
+//!   what its output must show, checked each time the session runs (`expect.rs`). A shown
+//!   command that prints nothing, and a suite summary that counts a failure, fail the
+//!   session unless these lines say the page expects it.
 //!
 //! A line ending in `\` continues on the next line, and a here-document (`<<'EOF'`) runs
 //! to its end marker: shown and run as one command. All of it runs from the repository's
 //! root, in one bash process, in order, so `&`, `%1` and `kill %1` work as in a terminal.
 
 use std::time::Duration;
+
+use crate::expect::Expectation;
 
 /// How a step of a session is run and shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,12 +49,15 @@ pub enum Kind {
 }
 
 /// One command of a session, with its continuation lines.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Step {
     pub kind: Kind,
     /// The command as the reader types it: the first line without its prefix, then any
     /// continuation lines as they are.
     pub lines: Vec<String>,
+    /// What its output must show (`# expect:`, `# range:`, `# quiet` above it; see
+    /// `expect.rs`).
+    pub expect: Vec<Expectation>,
 }
 
 impl Step {
@@ -59,7 +69,7 @@ impl Step {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Session {
     pub steps: Vec<Step>,
     pub timeout: Duration,
@@ -76,6 +86,8 @@ pub fn parse(text: &str) -> Result<Session, String> {
     // the last line.
     let mut until: Option<String> = None;
     let mut continues = false;
+    // Expectations read since the last command, for the next.
+    let mut expect = Vec::new();
     for (index, line) in text.lines().enumerate() {
         let number = index + 1;
         if let Some(marker) = &until {
@@ -99,7 +111,9 @@ pub fn parse(text: &str) -> Result<Session, String> {
             Some("@ ") => Kind::Hidden,
             _ if line.trim().is_empty() => continue,
             _ if line.starts_with('#') => {
-                if let Some(seconds) = line.strip_prefix("# timeout:") {
+                if let Some(expectation) = Expectation::parse(line) {
+                    expect.push(expectation.map_err(|error| format!("line {number}: {error}"))?);
+                } else if let Some(seconds) = line.strip_prefix("# timeout:") {
                     let seconds: u64 = seconds.trim().parse().map_err(|_| {
                         format!("line {number}: `# timeout:` wants a number of seconds")
                     })?;
@@ -120,10 +134,19 @@ pub fn parse(text: &str) -> Result<Session, String> {
         }
         continues = command.ends_with('\\');
         until = here_document(&command);
-        steps.push(Step { kind, lines: vec![command] });
+        if kind == Kind::Hidden && !expect.is_empty() {
+            return Err(format!(
+                "line {number}: an expectation (`# expect:`, `# absent:`, `# range:`, `# quiet`) \
+                 above a hidden step, whose output is dropped"
+            ));
+        }
+        steps.push(Step { kind, lines: vec![command], expect: std::mem::take(&mut expect) });
     }
     if continues || until.is_some() {
         return Err("the last command is not finished (a `\\` or a here-document)".to_string());
+    }
+    if !expect.is_empty() {
+        return Err("an expectation after the last command: it goes above its command".to_string());
     }
     for step in steps.iter().filter(|step| step.kind == Kind::Background) {
         let last = step.lines.last().map(String::as_str).unwrap_or_default();
