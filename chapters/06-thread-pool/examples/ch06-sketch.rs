@@ -446,8 +446,11 @@ struct Piece {
     file: File,
 }
 
-/// What a worker runs: a blocking call.
+/// What a worker runs, a blocking call; the jobs waiting for a worker, and the results
+/// waiting for the loop, each by the token of the Deferred it will resolve.
 type Job = Box<dyn FnOnce() -> io::Result<Piece> + Send>;
+type Jobs = (Mutex<VecDeque<(Token, Job)>>, Condvar);
+type Finished = Mutex<Vec<(Token, io::Result<Piece>)>>;
 
 /// Threads for the blocking calls the loop must not make. The loop queues jobs; a worker
 /// takes one, runs it, leaves the result in `finished` and rings the doorbell. What the
@@ -455,8 +458,8 @@ type Job = Box<dyn FnOnce() -> io::Result<Piece> + Send>;
 /// at a time); `unwrap` on a lock: only a panic while it is held could poison it, and
 /// nothing panics while holding one here.
 struct ThreadPool {
-    jobs: Arc<(Mutex<VecDeque<(Token, Job)>>, Condvar)>,
-    finished: Arc<Mutex<Vec<(Token, io::Result<Piece>)>>>,
+    jobs: Arc<Jobs>,
+    finished: Arc<Finished>,
     doorbell: Arc<SelfPipe>,
 }
 
