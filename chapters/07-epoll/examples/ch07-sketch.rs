@@ -14,7 +14,8 @@ use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::rc::Rc;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -125,9 +126,11 @@ impl EventLoop {
         let (deferred, promise) = deferred();
         let job_id = self.token();
         self.promised.insert(job_id, deferred);
-        let (jobs, work_ready) = &*self.pool.jobs;
-        jobs.lock().unwrap().push_back((job_id, Box::new(job))); // see `ThreadPool` on `unwrap`
-        work_ready.notify_one();
+        let (results, doorbell) = (self.pool.results.0.clone(), self.pool.doorbell.clone());
+        let _ = self.pool.jobs.send(Box::new(move || {
+            let _ = results.send((job_id, job()));
+            doorbell.wake();
+        }));
         promise
     }
 
@@ -453,42 +456,35 @@ struct Piece {
     file: File,
 }
 
-/// What a worker runs, a blocking call; the jobs waiting for a worker, and the results
-/// waiting for the loop, each by the token of the Deferred it will resolve.
-type Job = Box<dyn FnOnce() -> io::Result<Piece> + Send>;
-type Jobs = (Mutex<VecDeque<(Token, Job)>>, Condvar);
-type Finished = Mutex<Vec<(Token, io::Result<Piece>)>>;
+/// What a worker runs: a blocking call, and the delivery of its result (`Done`: by the
+/// token of the Deferred it resolves).
+type Job = Box<dyn FnOnce() + Send>;
+type Done = (Token, io::Result<Piece>);
 
-/// Threads for the blocking calls the loop must not make. The loop queues jobs; a worker
-/// takes one, runs it, leaves the result in `finished` and rings the doorbell. What the
-/// threads share is behind an `Arc` (shared ownership across threads) and a `Mutex` (one
-/// at a time); `unwrap` on a lock: only a panic while it is held could poison it, and
-/// nothing panics while holding one here.
+/// Threads for the blocking calls the loop must not make, as the Rust Book's `ThreadPool`:
+/// workers take jobs from one channel, each its turn at the `Mutex` (`Arc`: shared
+/// ownership across threads; `unwrap`: only a panic while it is held could poison it). A
+/// job's result goes back by another channel, and rings the doorbell, which the loop watches.
 struct ThreadPool {
-    jobs: Arc<Jobs>,
-    finished: Arc<Finished>,
+    jobs: Sender<Job>,
+    results: (Sender<Done>, Receiver<Done>),
     doorbell: Arc<SelfPipe>,
 }
 
 impl ThreadPool {
     fn new(workers: usize) -> ThreadPool {
-        let doorbell = Arc::new(SelfPipe::new().expect("a socket pair for the doorbell"));
-        let pool = ThreadPool { jobs: Arc::default(), finished: Arc::default(), doorbell };
+        let (jobs, waiting) = mpsc::channel::<Job>();
+        let waiting = Arc::new(Mutex::new(waiting));
         for _ in 0..workers {
-            let (jobs, finished, doorbell) =
-                (pool.jobs.clone(), pool.finished.clone(), pool.doorbell.clone());
+            let waiting = waiting.clone();
             thread::spawn(move || loop {
-                let (queue, work_ready) = &*jobs;
-                let mut queue =
-                    work_ready.wait_while(queue.lock().unwrap(), |q| q.is_empty()).unwrap();
-                let (job_id, job) = queue.pop_front().expect("not empty: that was the wait");
-                drop(queue); // unlocked while the job runs
-                let result = job();
-                finished.lock().unwrap().push((job_id, result));
-                doorbell.wake();
+                let job = waiting.lock().unwrap().recv(); // unlocked again before the job runs
+                let Ok(job) = job else { return }; // the loop is gone
+                job();
             });
         }
-        pool
+        let doorbell = Arc::new(SelfPipe::new().expect("a socket pair for the doorbell"));
+        ThreadPool { jobs, results: mpsc::channel(), doorbell }
     }
 }
 
@@ -496,8 +492,7 @@ impl ThreadPool {
 impl Handler for Arc<SelfPipe> {
     fn on_readable(&mut self, event_loop: &mut EventLoop, _: Token) -> Next {
         self.drain(); // first: a result that comes after it rings again
-        let finished = std::mem::take(&mut *event_loop.pool.finished.lock().unwrap());
-        for (job_id, result) in finished {
+        while let Ok((job_id, result)) = event_loop.pool.results.1.try_recv() {
             if let Some(deferred) = event_loop.promised.remove(&job_id) {
                 deferred.resolve(event_loop, result);
             }
