@@ -40,8 +40,7 @@ fn main() {
             fds.iter().map(|fd| fd.revents().unwrap_or(PollFlags::empty())).collect();
         drop(fds); // it borrows the sockets
         stats.loop_turns += 1;
-        // Do what is ready, and nothing else. (An error or a hang-up counts as ready: the
-        // next read or write meets it.)
+        // Do what is ready, nothing else (an error counts as ready: a read or write meets it).
         for (connection, events) in connections.iter_mut().zip(&ready[1..]) {
             if events.contains(PollFlags::POLLOUT) {
                 connection.on_writable();
