@@ -34,9 +34,18 @@
 # lines of the hunks the diff keeps; for a whole file that is new or gone, its lines
 # (without anchor lines). Files with no lesson change are not listed.
 #
+# It also makes the sketch arc's steps, every one whether a page shows it yet or not:
+#
+#   book/src/generated/sketch-03-04.diff   examples/ch03-sketch.rs -> examples/ch04-sketch.rs
+#
+# for each two consecutive chapters whose sketches both exist, but 07-08 and 09-10: the
+# sketches of 8 (async) and 10 (the ring) start afresh. A sketch diff is `diff -u` of the
+# two files whole, comments and all (in a sketch the comments are the lesson too), without
+# anchor lines and with the times cut, as above.
+#
 # shared/tests/book.rs runs this script into a temporary folder and fails when the
 # committed pieces differ from what it produces, so a stale diff cannot reach the book.
-# Run it after changing any chapter whose diff a page shows.
+# Run it after changing any chapter whose diff a page shows, or any sketch.
 set -euo pipefail
 export LC_ALL=C # one sort order and one character set, whoever runs it
 
@@ -220,4 +229,26 @@ for name in $wanted; do
     mv "$out/$name.diff.tmp" "$out/$name.diff"
     mv "$out/$name.md.tmp" "$out/$name.md"
     echo "wrote ${out#"$root"/}/$name.diff ($(wc -l <"$out/$name.diff") lines) and $name.md"
+done
+
+# The sketch arc: chapters/NN-name/examples/chNN-sketch.rs, for every chapter that has one.
+sketch_of() {
+    local matches=(chapters/"$1"-*/examples/ch"$1"-sketch.rs)
+    [ -f "${matches[0]}" ] && echo "${matches[0]}"
+}
+numbers=$(for folder in chapters/[0-9][0-9]-*/; do folder="${folder#chapters/}"; echo "${folder:0:2}"; done)
+for before_number in $numbers; do
+    after_number=$(printf '%02d' $((10#$before_number + 1)))
+    case "$before_number-$after_number" in 07-08 | 09-10) continue ;; esac # they start afresh
+    before=$(sketch_of "$before_number") || continue
+    after=$(sketch_of "$after_number") || continue
+    for sketch in "$before" "$after"; do
+        mkdir -p "$work/sketches/$(dirname "$sketch")"
+        awk "$lesson_lines" "$sketch" >"$work/sketches/$sketch"
+    done
+    name="sketch-$before_number-$after_number"
+    (cd "$work/sketches" && differences -u "$before" "$after") |
+        sed -E 's/^((---|\+\+\+) [^\t]*)\t.*$/\1/' >"$out/$name.diff.tmp"
+    mv "$out/$name.diff.tmp" "$out/$name.diff"
+    echo "wrote ${out#"$root"/}/$name.diff ($(wc -l <"$out/$name.diff") lines)"
 done

@@ -239,7 +239,7 @@ impl Drop for TemporaryFolder {
 }
 
 /// The pieces `gen-diffs.sh` makes in `folder`, by name: `diff-*.diff`, and the
-/// `diff-*.md` table beside each.
+/// `diff-*.md` table beside each; and the sketch arc's steps, `sketch-*.diff`.
 fn diff_files(folder: &Path) -> Vec<String> {
     let mut names: Vec<String> = fs::read_dir(folder)
         .map(|entries| {
@@ -248,6 +248,7 @@ fn diff_files(folder: &Path) -> Vec<String> {
                 .filter_map(|entry| entry.file_name().into_string().ok())
                 .filter(|name| {
                     name.starts_with("diff-") && (name.ends_with(".diff") || name.ends_with(".md"))
+                        || name.starts_with("sketch-") && name.ends_with(".diff")
                 })
                 .collect()
         })

@@ -73,6 +73,32 @@ impl Chapter {
         self.name.get(..4).unwrap_or(self.name)
     }
 
+    /// `chNN-sketch`: the example that holds the chapter's sketch, and the program's name.
+    pub fn sketch_name(&self) -> String {
+        format!("{}-sketch", self.short_name())
+    }
+
+    /// `chapters/NN-name/examples/chNN-sketch.rs`, from the workspace's root.
+    pub fn sketch_path(&self) -> PathBuf {
+        Path::new("chapters")
+            .join(self.directory)
+            .join("examples")
+            .join(format!("{}.rs", self.sketch_name()))
+    }
+
+    /// Has this chapter's sketch been written yet?
+    pub fn has_sketch(&self) -> bool {
+        workspace_root().join(self.sketch_path()).is_file()
+    }
+
+    /// The sketch's program, built on first use, as [`Chapter::binary`] builds the chapter's.
+    pub fn sketch_binary(&self, build_dir: &Path) -> Result<PathBuf, String> {
+        static BUILT: [OnceLock<Result<PathBuf, String>>; CHAPTERS.len()] =
+            [const { OnceLock::new() }; CHAPTERS.len()];
+        let index = usize::from(self.number - 1);
+        BUILT[index].get_or_init(|| build(self, Target::Sketch, build_dir)).clone()
+    }
+
     /// The chapter's program, built on first use (once per process, however many tests
     /// ask at the same time). `build_dir` is a Cargo target directory of its own.
     ///
@@ -85,38 +111,56 @@ impl Chapter {
             [const { OnceLock::new() }; CHAPTERS.len()];
         // Chapter n sits at index n - 1 (the test `chapters_are_numbered_in_order`).
         let index = usize::from(self.number - 1);
-        BUILT[index].get_or_init(|| build(self, build_dir)).clone()
+        BUILT[index].get_or_init(|| build(self, Target::Program, build_dir)).clone()
     }
 }
 
-/// Runs `cargo build -p chNN-name --bins` and finds the program it made.
-fn build(chapter: &Chapter, build_dir: &Path) -> Result<PathBuf, String> {
+/// What of a chapter's package to build.
+#[derive(Clone, Copy)]
+enum Target {
+    /// Its program, `chNN-name`.
+    Program,
+    /// Its sketch, the example `chNN-sketch`.
+    Sketch,
+}
+
+/// Runs `cargo build -p chNN-name --bins` (or `--example chNN-sketch`) and finds the
+/// program it made.
+fn build(chapter: &Chapter, target: Target, build_dir: &Path) -> Result<PathBuf, String> {
+    let (what, name, selector) = match target {
+        Target::Program => {
+            (chapter.name.to_string(), chapter.name.to_string(), "--bins".to_string())
+        }
+        Target::Sketch => {
+            let sketch = chapter.sketch_name();
+            (format!("{}'s sketch", chapter.name), sketch.clone(), format!("--example={sketch}"))
+        }
+    };
     let started = Instant::now();
     // Straight to stderr, past the test harness's capture: a first build takes a while,
     // and a silent pause looks like a hang.
     let _ = writeln!(
         std::io::stderr(),
-        "suite: building {} into {} (once per run)",
-        chapter.name,
+        "suite: building {what} into {} (once per run)",
         build_dir.display()
     );
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let output = Command::new(cargo)
         .current_dir(workspace_root())
-        .args(["build", "--bins", "--message-format=json-render-diagnostics"])
+        .args(["build", &selector, "--message-format=json-render-diagnostics"])
         .args(["-p", chapter.name])
         .arg("--target-dir")
         .arg(build_dir)
         .env_remove("CARGO_TARGET_DIR")
         .output()
-        .map_err(|error| format!("cannot run cargo to build {}: {error}", chapter.name))?;
+        .map_err(|error| format!("cannot run cargo to build {what}: {error}"))?;
     if !output.status.success() {
         // The end of cargo's report holds the summary; a broken chapter can print pages.
         let stderr = String::from_utf8_lossy(&output.stderr);
         let lines: Vec<&str> = stderr.lines().collect();
         let tail = lines[lines.len().saturating_sub(40)..].join("\n");
         return Err(format!(
-            "cargo build -p {} failed ({}); the end of its output:\n{tail}",
+            "cargo build -p {} {selector} failed ({}); the end of its output:\n{tail}",
             chapter.name, output.status
         ));
     }
@@ -126,17 +170,16 @@ fn build(chapter: &Chapter, build_dir: &Path) -> Result<PathBuf, String> {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let binary = stdout
         .lines()
-        .filter(|line| line.contains(&format!("\"name\":\"{}\"", chapter.name)))
+        .filter(|line| line.contains(&format!("\"name\":\"{name}\"")))
         .find_map(|line| {
             let start = line.find("\"executable\":\"")? + "\"executable\":\"".len();
             let end = start + line[start..].find('"')?;
             Some(PathBuf::from(&line[start..end]))
         })
-        .ok_or_else(|| format!("cargo built {} but named no executable", chapter.name))?;
+        .ok_or_else(|| format!("cargo built {what} but named no executable"))?;
     let _ = writeln!(
         std::io::stderr(),
-        "suite: {} ready in {:.1} s",
-        chapter.name,
+        "suite: {what} ready in {:.1} s",
         started.elapsed().as_secs_f64()
     );
     Ok(binary)
@@ -156,5 +199,17 @@ mod tests {
             assert!(chapter.name.starts_with(&prefix), "{chapter:?}");
             assert_eq!(chapter.directory, &chapter.name[2..], "{chapter:?}");
         }
+    }
+
+    /// A sketch is an example of its chapter's package, named so that the examples of all
+    /// chapters, which Cargo puts in one folder, never collide.
+    #[test]
+    fn a_sketch_lives_in_its_chapters_examples() {
+        let four = chapter(4).expect("chapter 4");
+        assert_eq!(four.sketch_name(), "ch04-sketch");
+        assert_eq!(four.sketch_path(), Path::new("chapters/04-scheduler/examples/ch04-sketch.rs"));
+        let names: std::collections::BTreeSet<String> =
+            CHAPTERS.iter().map(Chapter::sketch_name).collect();
+        assert_eq!(names.len(), CHAPTERS.len());
     }
 }

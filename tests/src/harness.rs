@@ -187,3 +187,56 @@ pub fn test(number: u8, probe_name: &str, build_dir: &Path) {
 pub fn skipped_line(chapter: &Chapter, probe: &Probe, why: &str) -> String {
     format!("suite: SKIPPED {} on {}: {why}", probe.name, chapter.name)
 }
+
+// ANCHOR: sketch_test
+/// A chapter's sketch as the suite starts it: through the shell, as a reader's server is
+/// started (`--command`), so that it is judged as one. Its `Server` header may say
+/// anything; it is held to its chapter's column.
+pub fn sketch_program(binary: &Path) -> Program {
+    Program::Shell(format!("'{}'", binary.display().to_string().replace('\'', r"'\''")))
+}
+
+/// The whole of one `cargo test` case of tests/sketches.rs: chapter `number`'s sketch,
+/// built first if need be (into `build_dir`), graded on the check `probe_name`, one of
+/// those its chapter declares (`manifest::SKETCHES`). Panics, failing the test, on anything
+/// but a pass; a sketch not written yet is skipped, and says so past the test's capture.
+pub fn test_sketch(number: u8, probe_name: &str, build_dir: &Path) {
+    let chapter = chapters::chapter(number).unwrap_or_else(|| panic!("no chapter {number}"));
+    let probe = probes::find(probe_name).unwrap_or_else(|| panic!("no probe {probe_name}"));
+    let sketch = manifest::sketch(number).unwrap_or_else(|| panic!("no sketch {number}"));
+    let graded = sketch.checks().iter().any(|check| check.name == probe.name);
+    assert!(graded, "sketch {number} is not graded on {probe_name} (see manifest::SKETCHES)");
+    if !chapter.has_sketch() {
+        announce_missing_sketch(chapter);
+        return;
+    }
+    let binary = chapter
+        .sketch_binary(build_dir)
+        .unwrap_or_else(|error| panic!("cannot build {}: {error}", chapter.sketch_name()));
+    let launch = Launch::Start { program: sketch_program(&binary) };
+    let label = format!("{} {} (held to {})", chapter.sketch_name(), probe.name, chapter.name);
+    match run(chapter, probe, launch) {
+        Verdict::Pass | Verdict::Ahead { .. } => {}
+        Verdict::Skipped(why) => print_uncaptured(&format!("suite: SKIPPED {label}: {why}")),
+        Verdict::ExpectedLimitation { why, seen } => {
+            panic!("{label}: lacks it ({why}); seen: {seen}")
+        }
+        Verdict::Fail(_, what) => panic!("{label}: FAIL: {what}"),
+    }
+}
+// ANCHOR_END: sketch_test
+
+/// Says once per process and chapter, past the capture, that a sketch's tests are skipped.
+fn announce_missing_sketch(chapter: &Chapter) {
+    static ANNOUNCED: [Once; CHAPTERS.len()] = [const { Once::new() }; CHAPTERS.len()];
+    ANNOUNCED[usize::from(chapter.number - 1)].call_once(|| {
+        let checks = manifest::sketch(chapter.number).map_or(0, |sketch| sketch.checks().len());
+        print_uncaptured(&format!(
+            "suite: SKIPPING the sketch of {}: {} does not exist yet, so its {} pass \
+             without running",
+            chapter.name,
+            chapter.sketch_path().display(),
+            crate::report::plural(checks, "test")
+        ));
+    });
+}

@@ -11,7 +11,8 @@
 //! changed an input and did not run the generator again.
 //!
 //! The pieces, and their inputs (a folder counts with every `*.rs`, `*.toml`, `*.py`,
-//! `*.sh` and `*.html` file under it; a file named on its own counts whatever it is):
+//! `*.sh` and `*.html` file under it but those of an `examples` folder, a chapter's sketch;
+//! a file named on its own counts whatever it is):
 //!
 //! - `NAME` for each session `book/sessions/NAME.sh`, written by
 //!   `book/tools/gen-sessions.sh` to `book/src/generated/sessions/NAME.txt`: the session
@@ -92,8 +93,9 @@ pub fn fnv1a(mut hash: u64, bytes: &[u8]) -> u64 {
 pub const FNV_START: u64 = 0xcbf2_9ce4_8422_2325;
 
 /// Every file the inputs name, as sorted paths from `root` with `/` between folders. A
-/// folder gives its files with a program's extensions, recursively (hidden folders and
-/// `target` left out). An input that does not exist is an error: a typo in a session
+/// folder gives its files with a program's extensions, recursively (hidden folders,
+/// `target`, and a chapter's `examples`, its sketch, left out: a session names a sketch
+/// on its own if it runs one; the chapter's program is not made from it). An input that does not exist is an error: a typo in a session
 /// would otherwise make a hash of nothing.
 pub fn input_files(root: &Path, inputs: &[String]) -> Result<Vec<String>, String> {
     let mut files = Vec::new();
@@ -119,7 +121,7 @@ fn collect(root: &Path, folder: &Path, files: &mut Vec<String>) -> Result<(), St
         let path = entry.path();
         let name = entry.file_name().to_string_lossy().into_owned();
         if path.is_dir() {
-            if !name.starts_with('.') && name != "target" {
+            if !name.starts_with('.') && name != "target" && name != "examples" {
                 collect(root, &path, files)?;
             }
         } else if path.extension().is_some_and(|extension| {

@@ -6,6 +6,8 @@
 //! cargo run -p suite -- --chapter 2                    # one chapter
 //! cargo run -p suite -- --command 'python3 my_server.py' --chapter 3
 //! cargo run -p suite -- --addr 127.0.0.1:8080 --chapter 2
+//! cargo run -p suite -- --sketch --chapter 4                  # chapter 4's sketch, on its rows
+//! cargo run -p suite -- --command ./server --chapter 4 --sketch   # a reader's, on those rows
 //! cargo run -p suite -- --capability-table             # the book's appendix table
 //! cargo run -p suite -- --flags-table                  # the flags, for the book
 //! cargo run -p suite -- --checklist                    # every rule, for the book
@@ -32,7 +34,7 @@ use suite::report::{self, Checked};
 use suite::server::{self, Options, Program, Server, FIRST_START_TIMEOUT};
 
 const USAGE: &str = "\
-usage: suite [--chapter N] [--command CMD | --addr HOST:PORT] [--only NAME]
+usage: suite [--chapter N] [--command CMD | --addr HOST:PORT] [--only NAME] [--sketch]
        suite --capability-table | --flags-table | --checklist | --facts | --extras-table
 
   (no flags)          start every chapter that exists and run every probe against it
@@ -48,6 +50,10 @@ usage: suite [--chapter N] [--command CMD | --addr HOST:PORT] [--only NAME]
                       expectations to hold it to. Probes that must start the server
                       themselves (special flags, signals) are skipped.
   --only NAME         only the probes whose name contains NAME
+  --sketch            only the checks chapter N's sketch is graded on (its chapter's new
+                      rows: --capability-table lists them). Without --command or --addr,
+                      the suite builds chapter N's own sketch and grades it, as it grades a
+                      reader's server (chapters/NN-name/examples/chNN-sketch.rs)
   --capability-table  print the capability table (Markdown) for the book
   --flags-table       print the flags a server must accept, by chapter (Markdown)
   --checklist         print every rule the checks hold a server to, by chapter (Markdown)
@@ -65,6 +71,7 @@ struct Args {
     address: Option<SocketAddr>,
     command: Option<String>,
     only: Option<String>,
+    sketch: bool,
     table: bool,
     flags_table: bool,
     checklist: bool,
@@ -78,6 +85,7 @@ fn parse_args(words: impl Iterator<Item = String>) -> Result<Args, String> {
         address: None,
         command: None,
         only: None,
+        sketch: false,
         table: false,
         flags_table: false,
         checklist: false,
@@ -106,6 +114,7 @@ fn parse_args(words: impl Iterator<Item = String>) -> Result<Args, String> {
                 args.command = Some(text);
             }
             "--only" => args.only = Some(value()?),
+            "--sketch" => args.sketch = true,
             "--capability-table" => args.table = true,
             "--flags-table" => args.flags_table = true,
             "--checklist" => args.checklist = true,
@@ -126,6 +135,9 @@ fn parse_args(words: impl Iterator<Item = String>) -> Result<Args, String> {
     }
     if args.command.is_some() && args.chapter.is_none() {
         return Err("--command needs --chapter N: which chapter's expectations to apply".into());
+    }
+    if args.sketch && args.chapter.is_none() {
+        return Err("--sketch needs --chapter N: whose sketch's checks to run".into());
     }
     Ok(args)
 }
@@ -155,8 +167,8 @@ fn main() {
         print!("{}", suite::probes::checklist::checklist());
         return;
     }
-    let probes: Vec<&'static Probe> = PROBES
-        .iter()
+    let probes: Vec<&'static Probe> = checks(&args)
+        .into_iter()
         .filter(|probe| args.only.as_ref().is_none_or(|only| probe.name.contains(only.as_str())))
         .collect();
     if probes.is_empty() {
@@ -184,14 +196,57 @@ fn main() {
         (None, Some(command)) => {
             run_command(args.chapter.expect("checked in parse_args"), command, &probes)
         }
+        (None, None) if args.sketch => {
+            let chapter = args.chapter.expect("checked in parse_args");
+            run_sketch(chapter, &probes)
+        }
         (None, None) => run_own(&args, &probes),
     };
     // A reader's server is named by what the reader gave: its command (in backquotes, as
     // the messages name it, so that it stands apart from the check's name; a long one by
     // its program's file name), or its address.
-    let command = args.command.as_deref().map(report::command_column);
+    let sketch = (args.sketch && args.command.is_none() && args.address.is_none())
+        .then(|| args.chapter.map(|chapter| format!("`{}`", chapter.sketch_name())))
+        .flatten();
+    let command = args.command.as_deref().map(report::command_column).or(sketch);
     let readers = command.or(args.address.map(|address| address.to_string()));
     summarize(&verdicts, readers.as_deref());
+}
+
+/// The checks to run: every probe, or (`--sketch`) those chapter N's sketch is graded on.
+fn checks(args: &Args) -> Vec<&'static Probe> {
+    match (args.sketch, args.chapter) {
+        (true, Some(chapter)) => suite::manifest::sketch(chapter.number)
+            .map(|sketch| sketch.checks())
+            .unwrap_or_default(),
+        _ => PROBES.iter().collect(),
+    }
+}
+
+/// Chapter `chapter`'s own sketch, built, and graded on `probes` as a reader's server is.
+fn run_sketch(chapter: &'static Chapter, probes: &[&'static Probe]) -> Vec<Checked> {
+    if !chapter.has_sketch() {
+        println!(
+            "{}'s sketch: skipped, {} does not exist yet",
+            chapter.name,
+            chapter.sketch_path().display()
+        );
+        println!("\n0 checks: there is no sketch to grade");
+        exit(1);
+    }
+    let binary = chapter.sketch_binary(&build_dir()).unwrap_or_else(|error| {
+        println!("cannot build {}: {error}", chapter.sketch_name());
+        exit(1);
+    });
+    stop_servers_on_interrupt();
+    eprintln!(
+        "suite: {} on {}, held to {}'s expectations",
+        report::plural(probes.len(), "probe"),
+        chapter.sketch_name(),
+        chapter.name
+    );
+    let program = harness::sketch_program(&binary);
+    run_parallel(probes.iter().map(|probe| (chapter, *probe, program.clone())).collect())
 }
 
 /// A reader's server, started for every probe as the suite starts ours.
@@ -348,6 +403,19 @@ mod tests {
         let args = parse(&["--chapter", "1", "--command", "./server", "--only", "hello"])
             .expect("any order, with --only");
         assert_eq!(args.only.as_deref(), Some("hello"));
+    }
+
+    #[test]
+    fn sketch_runs_exactly_the_checks_its_sketch_is_graded_on() {
+        let args = parse(&["--command", "./server", "--chapter", "4", "--sketch"]).expect("ok");
+        let names: Vec<&str> = checks(&args).iter().map(|probe| probe.name).collect();
+        let declared = suite::manifest::sketch(4).expect("sketch 4").checks();
+        assert_eq!(names, declared.iter().map(|probe| probe.name).collect::<Vec<_>>());
+        assert!(names.contains(&"header_timeout") && !names.contains(&"hello"), "{names:?}");
+        let without = parse(&["--command", "./server", "--chapter", "4"]).expect("ok");
+        assert_eq!(checks(&without).len(), PROBES.len());
+        let refused = parse(&["--sketch"]).err().expect("refused");
+        assert!(refused.contains("--sketch needs --chapter N"), "{refused}");
     }
 
     #[test]

@@ -9,7 +9,7 @@
 use std::fmt::Write;
 
 use crate::chapters::{Chapter, CHAPTERS};
-use crate::probes::PROBES;
+use crate::probes::{Probe, PROBES};
 
 /// The rows of the contract's capability table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,6 +70,10 @@ pub struct Row {
     pub note: Option<&'static str>,
 }
 
+use Capability::{
+    Basics, BoundedDownload, Departure, Flood, GracefulShutdown, IdleClient, KeepAlive,
+    MoreThanOneCore, SleepAndUpstream, SlowDisk, SlowReader, Slowloris, TenThousandIdle, Timeouts,
+};
 use Expect::{No, Yes};
 
 // ANCHOR: manifest
@@ -424,6 +428,87 @@ pub const MANIFEST: &[Row] = &[
 ];
 // ANCHOR_END: manifest
 
+/// What one chapter's sketch (`chapters/NN-name/examples/chNN-sketch.rs`, the chapter's
+/// idea and nothing else) is graded on: rows of the table above, each with every one of its
+/// checks, or only some (see [`Graded::only`]).
+#[derive(Debug)]
+pub struct Sketch {
+    /// The chapter, by number.
+    pub chapter: u8,
+    pub rows: &'static [Graded],
+}
+
+/// One row a sketch is graded on.
+#[derive(Debug)]
+pub struct Graded {
+    pub capability: Capability,
+    /// `None`: every check of the row. `Some((checks, why))`: only these, because the
+    /// row's other checks need more than the sketch's idea, and `why` says what.
+    pub only: Option<(&'static [&'static str], &'static str)>,
+}
+
+const fn all(capability: Capability) -> Graded {
+    Graded { capability, only: None }
+}
+
+const fn only(
+    capability: Capability, checks: &'static [&'static str], why: &'static str,
+) -> Graded {
+    Graded { capability, only: Some((checks, why)) }
+}
+
+/// Why a sketch of the waits is not graded on `slow_upstream`.
+const UPSTREAM_BLOCKS: &str = "its `/upstream/` still blocks; the upstream client that does not \
+    block is the chapter's `upstream.rs`.";
+
+// ANCHOR: sketches
+/// Every chapter's sketch and what it is graded on, in the runner's `--sketch` and in
+/// `cargo test` (tests/sketches.rs): the rows its chapter turns to "yes" (a test checks
+/// that), or, for a chapter that adds none the suite can see, the row its idea serves.
+#[rustfmt::skip] // a table: one sketch per line
+pub const SKETCHES: &[Sketch] = &[
+    Sketch { chapter: 1, rows: &[all(Basics)] },
+    Sketch { chapter: 2, rows: &[all(IdleClient), all(SlowReader)] },
+    Sketch { chapter: 3, rows: &[all(KeepAlive), all(Flood), all(GracefulShutdown)] },
+    Sketch { chapter: 4, rows: &[
+        only(SleepAndUpstream, &["sleep_elsewhere", "answers_as_ready"], UPSTREAM_BLOCKS),
+        all(Departure), all(Timeouts), all(Slowloris),
+    ] },
+    // Promises change how the waits are written, which the suite cannot see: chapter 4's.
+    Sketch { chapter: 5, rows: &[
+        only(SleepAndUpstream, &["sleep_elsewhere", "answers_as_ready"], UPSTREAM_BLOCKS),
+    ] },
+    Sketch { chapter: 6, rows: &[all(SlowDisk), all(BoundedDownload)] },
+    Sketch { chapter: 7, rows: &[all(TenThousandIdle)] },
+    // async/await changes how the waits are written: chapter 4's row again.
+    Sketch { chapter: 8, rows: &[all(SleepAndUpstream)] },
+    Sketch { chapter: 9, rows: &[all(MoreThanOneCore)] },
+    // The ring changes how the loop talks to the kernel: the row of a connection's life.
+    Sketch { chapter: 10, rows: &[all(KeepAlive)] },
+    Sketch { chapter: 11, rows: &[all(KeepAlive)] },
+];
+// ANCHOR_END: sketches
+
+/// What chapter `number`'s sketch is graded on.
+pub fn sketch(number: u8) -> Option<&'static Sketch> {
+    SKETCHES.iter().find(|sketch| sketch.chapter == number)
+}
+
+impl Sketch {
+    /// The checks the sketch is graded on, in the order of `PROBES`.
+    pub fn checks(&self) -> Vec<&'static Probe> {
+        PROBES
+            .iter()
+            .filter(|probe| {
+                self.rows.iter().any(|graded| {
+                    graded.capability == probe.capability
+                        && graded.only.is_none_or(|(checks, _)| checks.contains(&probe.name))
+                })
+            })
+            .collect()
+    }
+}
+
 /// The manifest's row for `capability`.
 pub fn row(capability: Capability) -> &'static Row {
     MANIFEST
@@ -508,9 +593,64 @@ pub fn capability_table() -> String {
             let _ = writeln!(out, "{note}\n");
         }
     }
+    out.push_str(&sketch_table());
     // One newline at the end of the file, not two.
     while out.ends_with("\n\n") {
         out.pop();
+    }
+    out
+}
+
+/// The sketches' part of the appendix: what each is graded on.
+fn sketch_table() -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "**What each chapter's sketch is graded on**\n\nEach chapter has a sketch, \
+         `chapters/NN-name/examples/chNN-sketch.rs`: its idea and nothing else, in one small\n\
+         program. The suite grades it as it grades a reader's server held to the chapter's \
+         column,\non the rows its idea is about (`cargo run -p suite -- --sketch --chapter N`): \
+         the rows the\nchapter turns to \"yes\", or, for a chapter that adds none the suite \
+         can see, the row its\nidea serves.\n"
+    );
+    for sketch in SKETCHES {
+        let rows: Vec<String> = sketch
+            .rows
+            .iter()
+            .map(|graded| {
+                let quoted = |names: Vec<&str>| {
+                    let names: Vec<String> = names.iter().map(|name| format!("`{name}`")).collect();
+                    match names.split_last() {
+                        Some((last, [])) => last.clone(),
+                        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+                        None => String::new(),
+                    }
+                };
+                let of_row: Vec<&str> = PROBES
+                    .iter()
+                    .filter(|probe| probe.capability == graded.capability)
+                    .map(|probe| probe.name)
+                    .collect();
+                let description = row(graded.capability).description;
+                match graded.only {
+                    None if of_row.len() > 4 => {
+                        format!("{description} (all {} of its checks)", of_row.len())
+                    }
+                    None => format!("{description} ({})", quoted(of_row)),
+                    Some((checks, why)) => {
+                        let left: Vec<&str> =
+                            of_row.into_iter().filter(|name| !checks.contains(name)).collect();
+                        let why = why.trim_end_matches('.');
+                        format!(
+                            "{description} ({} only; not {}: {why})",
+                            quoted(checks.to_vec()),
+                            quoted(left)
+                        )
+                    }
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "- sketch {}: {}.", sketch.chapter, rows.join("; "));
     }
     out
 }
@@ -539,6 +679,61 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A sketch is graded on the rows its chapter turns to "yes" (chapter 1: all it has);
+    /// a chapter that turns none declares the rows its idea serves, which it must have.
+    #[test]
+    fn every_sketch_is_graded_on_its_chapters_new_rows() {
+        let numbers: Vec<u8> = SKETCHES.iter().map(|sketch| sketch.chapter).collect();
+        let chapters: Vec<u8> = CHAPTERS.iter().map(|chapter| chapter.number).collect();
+        assert_eq!(numbers, chapters, "one sketch per chapter, in order");
+        for sketch in SKETCHES {
+            let index = usize::from(sketch.chapter - 1);
+            let new: Vec<Capability> = MANIFEST
+                .iter()
+                .filter(|row| {
+                    row.chapters[index] == Yes && (index == 0 || row.chapters[index - 1] != Yes)
+                })
+                .map(|row| row.capability)
+                .collect();
+            let declared: Vec<Capability> = sketch.rows.iter().map(|g| g.capability).collect();
+            if new.is_empty() {
+                assert!(!declared.is_empty(), "sketch {} is graded on nothing", sketch.chapter);
+                for capability in &declared {
+                    assert_eq!(row(*capability).chapters[index], Yes, "sketch {}", sketch.chapter);
+                }
+            } else {
+                assert_eq!(declared, new, "sketch {}: its chapter's new rows", sketch.chapter);
+            }
+        }
+    }
+
+    /// A row graded on only some of its checks names checks of that row, fewer than all,
+    /// and says why in one sentence.
+    #[test]
+    fn a_sketch_graded_on_some_checks_says_why() {
+        for sketch in SKETCHES {
+            for graded in sketch.rows {
+                let Some((checks, why)) = graded.only else { continue };
+                let of_row: Vec<&str> = PROBES
+                    .iter()
+                    .filter(|probe| probe.capability == graded.capability)
+                    .map(|probe| probe.name)
+                    .collect();
+                assert!(!checks.is_empty() && checks.len() < of_row.len(), "{checks:?}");
+                assert!(checks.iter().all(|check| of_row.contains(check)), "{checks:?}");
+                assert!(why.ends_with('.') && !why.contains("  "), "{why}");
+            }
+        }
+        let four = sketch(4).expect("sketch 4").checks();
+        let names: Vec<&str> = four.iter().map(|probe| probe.name).collect();
+        assert!(names.contains(&"departing_clients") && !names.contains(&"slow_upstream"));
+        assert_eq!(sketch(1).expect("sketch 1").checks().len(), row_checks(Basics));
+    }
+
+    fn row_checks(capability: Capability) -> usize {
+        PROBES.iter().filter(|probe| probe.capability == capability).count()
     }
 
     #[test]

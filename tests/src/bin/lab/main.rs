@@ -20,6 +20,12 @@
 //! --command DIR/target/release/NAME --chapter N`. As made, that fails chapter N's new
 //! rows of the capability table (and any older check whose chapter N version asks more),
 //! and `--chapter N-1` passes.
+//!
+//! `--sketch` makes the lighter lab, an hour's work rather than a chapter's: sketch N-1
+//! (`chapters/NN-name/examples/chNN-sketch.rs`, chapter N-1's idea in one small program)
+//! as `src/main.rs`, the same `Cargo.toml` and `Cargo.lock`, and a README whose assignment
+//! is sketch N's idea in sketch N's own words (the opening of its doc comment), graded with
+//! `--sketch` on the checks sketch N is graded on (`suite::manifest::SKETCHES`).
 
 mod cargo_toml;
 mod readme;
@@ -33,7 +39,7 @@ use suite::chapters::{self, Chapter, CHAPTERS};
 use cargo_toml::{Changes, Workspace};
 
 const USAGE: &str = "\
-usage: cargo run -p suite --bin lab -- [--name NAME] N DIR
+usage: cargo run -p suite --bin lab -- [--name NAME] [--sketch] N DIR
 
 Makes DIR (a new or empty folder, anywhere) a crate of its own holding chapter N-1's
 program under the package name NAME, for a student to make it chapter N. It depends on
@@ -46,7 +52,9 @@ README.md says what chapter N adds and how the suite grades it:
   N            the chapter to write: 2 up to the last chapter
   DIR          the lab's folder: one that does not exist yet, or is empty
   --name NAME  the package's name, which its program gives itself (letters, digits, `-`
-               and `_`; default: DIR's own name)";
+               and `_`; default: DIR's own name)
+  --sketch     the lighter lab: sketch N-1 (chapter N-1's idea in one small program) as
+               src/main.rs, to become sketch N, graded with --sketch on sketch N's checks";
 
 /// What the command line asks for.
 #[derive(Debug, PartialEq, Eq)]
@@ -54,6 +62,8 @@ struct Request {
     chapter: &'static Chapter,
     folder: PathBuf,
     name: Option<String>,
+    /// The lighter lab: sketch N-1, to become sketch N.
+    sketch: bool,
 }
 
 /// A refusal: the one line to print, and whether the usage should follow it.
@@ -71,12 +81,14 @@ fn refuse(message: impl Into<String>) -> Refused {
 fn parse_args(words: impl Iterator<Item = String>) -> Result<Option<Request>, Refused> {
     let usage = |message: String| Refused { message, usage: true };
     let mut name = None;
+    let mut sketch = false;
     let mut positional = Vec::new();
     let mut words = words;
     while let Some(word) = words.next() {
         match word.as_str() {
             "--help" | "-h" => return Ok(None),
             "--name" => name = Some(words.next().ok_or(usage("--name needs a value".into()))?),
+            "--sketch" => sketch = true,
             flag if flag.starts_with('-') && flag.len() > 1 => {
                 return Err(usage(format!("unknown flag {flag}")))
             }
@@ -102,7 +114,7 @@ fn parse_args(words: impl Iterator<Item = String>) -> Result<Option<Request>, Re
     if let Some(name) = &name {
         check_name(name).map_err(usage)?;
     }
-    Ok(Some(Request { chapter, folder: PathBuf::from(folder), name }))
+    Ok(Some(Request { chapter, folder: PathBuf::from(folder), name, sketch }))
 }
 
 /// Is this a package name Cargo takes, and not one of the chapters'?
@@ -207,6 +219,17 @@ fn make(request: &Request) -> Result<(), Failure> {
             chapter_folder.join("Cargo.toml").display()
         ))));
     }
+    if request.sketch {
+        for (sketch, why) in [(previous, "the lab's program"), (chapter, "its assignment")] {
+            if !sketch.has_sketch() {
+                return Err(Failure::Refused(refuse(format!(
+                    "sketch {} ({why}) is not in this workbook (no {})",
+                    sketch.number,
+                    workbook.join(sketch.sketch_path()).display()
+                ))));
+            }
+        }
+    }
     let folder = &request.folder;
     let existed = folder.exists();
     if existed {
@@ -238,10 +261,10 @@ fn make(request: &Request) -> Result<(), Failure> {
     }
     fs::create_dir_all(&lab)
         .map_err(|error| format!("cannot create {}: {error}", folder.display()))?;
-    let result = fill(&lab, &workbook, chapter, previous, &name);
+    let result = fill(&lab, &workbook, chapter, previous, &name, request.sketch);
     match result {
         Ok(renamed) => {
-            print_made(&lab, &workbook, chapter, previous, &name, renamed);
+            print_made(&lab, &workbook, chapter, previous, &name, renamed, request.sketch);
             Ok(())
         }
         Err(failure) => {
@@ -291,7 +314,7 @@ fn absolute(folder: &Path) -> Result<PathBuf, String> {
 
 /// Says in how many lines of the sources it gave the program the student's name.
 fn fill(
-    lab: &Path, workbook: &Path, chapter: &Chapter, previous: &Chapter, name: &str,
+    lab: &Path, workbook: &Path, chapter: &Chapter, previous: &Chapter, name: &str, sketch: bool,
 ) -> Result<usize, String> {
     let read = |path: &Path| {
         fs::read_to_string(path).map_err(|error| format!("cannot read {}: {error}", path.display()))
@@ -302,10 +325,16 @@ fn fill(
     let chapter_folder = workbook.join("chapters").join(previous.directory);
 
     let workspace = Workspace::parse(&read(&workbook.join("Cargo.toml"))?)?;
-    let description = format!(
-        "Chapter {} of the Event Loop Workbook, written from chapter {}'s program",
-        chapter.number, previous.number
-    );
+    let description = match sketch {
+        false => format!(
+            "Chapter {} of the Event Loop Workbook, written from chapter {}'s program",
+            chapter.number, previous.number
+        ),
+        true => format!(
+            "Sketch {} of the Event Loop Workbook, written from sketch {}",
+            chapter.number, previous.number
+        ),
+    };
     let locate = |from_root: &str| path_between(lab, &workbook.join(from_root), workbook);
     let changes = Changes {
         was: previous.name,
@@ -323,6 +352,26 @@ fn fill(
     write(&lab.join("Cargo.toml"), &(preamble + &manifest))?;
     fs::copy(workbook.join("Cargo.lock"), lab.join("Cargo.lock"))
         .map_err(|error| format!("cannot copy the workbook's Cargo.lock: {error}"))?;
+    write(&lab.join(".gitignore"), "/target\n")?;
+    if sketch {
+        // Sketch N-1 alone, as the lab's program, its name (`chNN-sketch`) made the student's.
+        fs::create_dir_all(lab.join("src"))
+            .map_err(|error| format!("cannot create src/: {error}"))?;
+        let from = workbook.join(previous.sketch_path());
+        let renamed = copy_tree(&from, &lab.join("src/main.rs"), &previous.sketch_name(), name)?;
+        let assignment = read(&workbook.join(chapter.sketch_path()))?;
+        let readme = readme::sketch_readme(&readme::SketchLab {
+            chapter,
+            previous,
+            name,
+            folder: &lab.display().to_string(),
+            workbook: &workbook.display().to_string(),
+            program: &lab.join("target/release").join(name).display().to_string(),
+            idea: &readme::idea(&assignment),
+        });
+        write(&lab.join("README.md"), &readme)?;
+        return Ok(renamed);
+    }
     // The chapter's folder but its manifest (and a `target/`, should there be one).
     let mut renamed = 0;
     let entries = fs::read_dir(&chapter_folder)
@@ -333,7 +382,6 @@ fn fill(
             renamed += copy_tree(&entry.path(), &to, previous.name, name)?;
         }
     }
-    write(&lab.join(".gitignore"), "/target\n")?;
 
     let page = find_page(workbook, chapter);
     let program = lab.join("target").join("release").join(name);
@@ -397,31 +445,39 @@ fn find_page(workbook: &Path, chapter: &Chapter) -> Option<(String, readme::Page
 /// What was made, and what to do next.
 fn print_made(
     lab: &Path, workbook: &Path, chapter: &Chapter, previous: &Chapter, name: &str, renamed: usize,
+    sketch: bool,
 ) {
     let shared = match path_between(lab, &workbook.join("shared"), workbook) {
         relative if relative.starts_with("..") => format!("the relative path {relative}"),
         _ => "its absolute path".to_string(),
     };
+    let (what, src) = match sketch {
+        false => ("chapter", format!("chapters/{}/src", previous.directory)),
+        true => ("sketch", previous.sketch_path().display().to_string()),
+    };
+    let program = match sketch {
+        false => "'s program",
+        true => "",
+    };
     println!(
-        "lab: made {}, chapter {}'s program as the package {name}, to become chapter {}:",
+        "lab: made {}, {what} {}{program} as the package {name}, to become {what} {}:",
         lab.display(),
         previous.number,
         chapter.number
     );
-    println!(
-        "  src/         chapters/{}/src, its name made {name} in {}",
-        previous.directory,
-        suite::report::plural(renamed, "line")
-    );
+    let folder = if sketch { "src/main.rs " } else { "src/        " };
+    let lines = suite::report::plural(renamed, "line");
+    println!("  {folder} {src}, its name made {name} in {lines}");
     println!("  Cargo.toml   a crate of its own; the workbook's `shared` by {shared}");
     println!("  Cargo.lock   the workbook's: the same versions, nothing new to download");
-    println!("  README.md    what chapter {} adds, and how the suite grades it", chapter.number);
+    println!("  README.md    what {what} {} adds, and how the suite grades it", chapter.number);
     println!("next, in the lab and then in the workbook:");
     println!("  cd {} && cargo build --release", lab.display());
     println!(
-        "  cargo run -p suite -- --command {} --chapter {}",
+        "  cargo run -p suite -- --command {} --chapter {}{}",
         lab.join("target/release").join(name).display(),
-        chapter.number
+        chapter.number,
+        if sketch { " --sketch" } else { "" }
     );
 }
 

@@ -87,8 +87,55 @@ fn a_lab_inside_chapters_is_refused_and_leaves_nothing() {
     let folder = chapters::workspace_root()
         .join("chapters")
         .join(format!("99-lab-test-{}", std::process::id()));
-    let request = Request { chapter: chapters::chapter(2).expect("2"), folder, name: None };
+    let request =
+        Request { chapter: chapters::chapter(2).expect("2"), folder, name: None, sketch: false };
     let refused = make(&request).expect_err("refused");
     assert!(matches!(refused, Failure::Refused(_)));
     assert!(!request.folder.exists());
+}
+
+#[test]
+fn a_sketch_lab_holds_the_sketch_before_and_sketch_ns_idea() {
+    let request = parse(&["--sketch", "4", "lab"]).expect("accepted").expect("a request");
+    assert!(request.sketch);
+    let four = chapters::chapter(4).expect("chapter 4");
+    let three = chapters::chapter(3).expect("chapter 3");
+    if !four.has_sketch() || !three.has_sketch() {
+        suite::harness::print_uncaptured("lab: SKIPPED the sketch lab test: no sketches 3 and 4");
+        return;
+    }
+    let scratch = Scratch::new("sketch");
+    let folder = scratch.0.join("ana-sketch4");
+    let request =
+        parse(&["--sketch", "4", &folder.display().to_string()]).expect("ok").expect("a request");
+    assert!(make(&request).is_ok());
+    let read = |file: &str| fs::read_to_string(folder.join(file)).expect(file);
+    let workbook = fs::canonicalize(chapters::workspace_root()).expect("the workbook");
+    let sketch = fs::read_to_string(workbook.join(three.sketch_path())).expect("sketch 3");
+    // The program is sketch 3, its name (and only its name) made the student's.
+    assert_eq!(read("src/main.rs"), sketch.replace("ch03-sketch", "ana-sketch4"));
+    let entries: Vec<_> = fs::read_dir(folder.join("src")).expect("src/").flatten().collect();
+    assert_eq!(entries.len(), 1, "src/ holds main.rs alone");
+    let manifest = read("Cargo.toml");
+    assert!(manifest.contains("name = \"ana-sketch4\"\n") && manifest.contains("\n[workspace]\n"));
+    assert!(manifest.contains("Sketch 4 of the Event Loop Workbook"), "{manifest}");
+    // The assignment is sketch 4's own opening, and the grading asks for its checks.
+    let readme = read("README.md");
+    let idea = readme::idea(&fs::read_to_string(workbook.join(four.sketch_path())).expect("4"));
+    let quoted: Vec<&str> = readme.lines().filter_map(|line| line.strip_prefix("> ")).collect();
+    assert_eq!(quoted.join(" "), idea, "{readme}");
+    assert!(readme.contains("--chapter 4 --sketch\n") && readme.contains("--chapter 3 --sketch\n"));
+    assert!(readme.contains("`departing_clients`"), "{readme}");
+
+    // Sketch 12 does not exist: refused, and nothing is made.
+    let none = Request {
+        chapter: chapters::chapter(11).expect("11"),
+        folder: scratch.0.join("x"),
+        name: None,
+        sketch: true,
+    };
+    if !chapters::chapter(11).expect("11").has_sketch() {
+        assert!(matches!(make(&none), Err(Failure::Refused(_))));
+        assert!(!none.folder.exists());
+    }
 }

@@ -12,7 +12,7 @@ use std::fmt::Write;
 
 use suite::chapters::Chapter;
 use suite::flags::{Needed, FLAGS};
-use suite::manifest::{Expect, Row, MANIFEST};
+use suite::manifest::{self, Expect, Row, MANIFEST};
 use suite::probes::PROBES;
 
 /// What the README is made from.
@@ -284,6 +284,121 @@ pub fn readme(lab: &Lab) -> String {
         );
     }
     out.push_str("```\n");
+    out
+}
+
+/// What a sketch lab's README is made from.
+pub struct SketchLab<'a> {
+    /// The sketch the student writes, from the one before.
+    pub chapter: &'a Chapter,
+    pub previous: &'a Chapter,
+    pub name: &'a str,
+    /// As in [`Lab`].
+    pub folder: &'a str,
+    pub workbook: &'a str,
+    pub program: &'a str,
+    /// Sketch N's idea, as its doc comment opens ([`idea`]).
+    pub idea: &'a str,
+}
+
+/// The opening paragraph of a sketch's `//!` doc comment: what it shows, in its own words.
+pub fn idea(source: &str) -> String {
+    let lines: Vec<&str> = source
+        .lines()
+        .map_while(|line| line.strip_prefix("//!"))
+        .map(str::trim)
+        .take_while(|line| !line.is_empty())
+        .collect();
+    lines.join(" ")
+}
+
+/// The README of a sketch lab (`lab -- --sketch N DIR`).
+pub fn sketch_readme(lab: &SketchLab) -> String {
+    let (n, before) = (lab.chapter.number, lab.previous.number);
+    let mut out = String::new();
+    let _ = write!(out, "# {}: sketch {n} of the Event Loop Workbook, your way\n\n", lab.name);
+    out.push_str(&wrap(
+        &format!(
+            "This crate is sketch {before} (`{}` in the workbook: chapter {before}'s idea, and \
+             nothing else, in one small program) under the name `{}`, which the program gives \
+             itself. Your task is to make it sketch {n}: to add chapter {n}'s idea, in as few \
+             lines as it takes. It was made by `cargo run -p suite --bin lab -- --sketch {n} \
+             {}` in the workbook at `{}`, and uses that workbook's `shared` crate (`Cargo.toml` \
+             names it by its path).",
+            lab.previous.sketch_path().display(),
+            lab.name,
+            lab.folder,
+            lab.workbook,
+        ),
+        "",
+        "",
+    ));
+    let _ = write!(out, "## What sketch {n} adds\n\n");
+    out.push_str(&wrap(&format!("In the words of the workbook's sketch {n}:"), "", ""));
+    for line in wrap(lab.idea, "", "").lines().filter(|line| !line.is_empty()) {
+        let _ = writeln!(out, "> {line}");
+    }
+    out.push('\n');
+    let graded = manifest::sketch(n).map_or(&[][..], |sketch| sketch.rows);
+    out.push_str(&wrap(
+        &format!(
+            "The suite grades sketch {n} on these rows of its capability table, held to \
+             chapter {n}'s column:"
+        ),
+        "",
+        "",
+    ));
+    for graded in graded {
+        let checks: Vec<String> = PROBES
+            .iter()
+            .filter(|probe| probe.capability == graded.capability)
+            .filter(|probe| graded.only.is_none_or(|(only, _)| only.contains(&probe.name)))
+            .map(|probe| format!("`{}`", probe.name))
+            .collect();
+        let description = manifest::row(graded.capability).description;
+        let why = graded.only.map(|(_, why)| format!(" Only these: {why}")).unwrap_or_default();
+        let item = format!("**{description}**. Checked by {}.{why}", checks.join(", "));
+        let wrapped = wrap(&item, "- ", "  ");
+        out.push_str(&wrapped[..wrapped.len() - 1]);
+    }
+    out.push('\n');
+    let _ = write!(out, "## Build and grade\n\n");
+    let _ = writeln!(
+        out,
+        "```sh\ncargo build --release    # here, in the lab\ncd {}    # the workbook",
+        lab.workbook
+    );
+    for chapter in [n, before] {
+        let _ = writeln!(
+            out,
+            "cargo run -p suite -- --command {} --chapter {chapter} --sketch",
+            lab.program
+        );
+    }
+    out.push_str("```\n\n");
+    let first = match new_rows(lab.chapter).is_empty() {
+        true => "they pass as made too, since what it adds the suite cannot see from outside",
+        false => "as made, the rows it adds fail (their lines say \"lacks it\")",
+    };
+    out.push_str(&wrap(
+        &format!(
+            "The first runs the checks of sketch {n}: {first}. The second runs sketch \
+             {before}'s own checks: they pass as made, and must go on passing. Each report \
+             ends with its summary line, and the exit status is 0 only when no check fails."
+        ),
+        "",
+        "",
+    ));
+    let _ = write!(out, "## Compare\n\n");
+    let _ = writeln!(
+        out,
+        "```sh\ndiff -u {}/{} src/main.rs    # what you changed\n\
+         diff -u {}/{} src/main.rs    # the workbook's sketch {n}: when you are done\n```",
+        lab.workbook,
+        lab.previous.sketch_path().display(),
+        lab.workbook,
+        lab.chapter.sketch_path().display()
+    );
     out
 }
 

@@ -97,3 +97,37 @@ fn prose_is_wrapped_at_spaces_but_never_inside_code() {
     assert!(wrapped.contains("\n  `--keep-alive-timeout SECONDS` end\n\n"), "{wrapped}");
     assert!(wrapped.starts_with("- word word"), "{wrapped}");
 }
+
+#[test]
+fn a_sketchs_idea_is_the_opening_of_its_doc_comment() {
+    let source = "//! Sketch of chapter 9: two loops.\n//! One per core.\n//!\n//! Left out: x.\n\nfn main() {}\n";
+    assert_eq!(idea(source), "Sketch of chapter 9: two loops. One per core.");
+    assert_eq!(idea("fn main() {}\n"), "");
+}
+
+#[test]
+fn a_sketch_readme_grades_with_the_sketch_checks() {
+    let lab = SketchLab {
+        chapter: chapters::chapter(4).expect("4"),
+        previous: chapters::chapter(3).expect("3"),
+        name: "ana",
+        folder: "/labs/ana",
+        workbook: "/workbook",
+        program: "/labs/ana/target/release/ana",
+        idea: "Sketch of chapter 4: timers.",
+    };
+    let text = sketch_readme(&lab);
+    let prose = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    for wanted in [
+        "# ana: sketch 4 of the Event Loop Workbook, your way\n",
+        "> Sketch of chapter 4: timers.\n",
+        "--command /labs/ana/target/release/ana --chapter 4 --sketch\n",
+        "--command /labs/ana/target/release/ana --chapter 3 --sketch\n",
+        "diff -u /workbook/chapters/03-event-loop/examples/ch03-sketch.rs src/main.rs",
+    ] {
+        assert!(text.contains(wanted), "{wanted:?} not in:\n{text}");
+    }
+    assert!(prose.contains("Checked by `header_timeout`, `keep_alive_timeout`, `send_timeout`."));
+    assert!(prose.contains("as made, the rows it adds fail"), "{text}");
+    assert!(!prose.contains("`slow_upstream`"), "sketch 4 is not graded on it:\n{text}");
+}
