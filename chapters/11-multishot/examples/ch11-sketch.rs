@@ -1,14 +1,14 @@
 //! Sketch of chapter 11: the ring made to pay. Sketch 10 lent each receive a room to hold
 //! while it waited. Here each connection has one multishot receive, armed for its whole life,
-//! which completes whenever bytes arrive, into a buffer the kernel picks just then from a
-//! ring of buffers we provide: an idle client holds none. One multishot accept brings every
-//! client. A multishot entry ends with a completion that lacks `IORING_CQE_F_MORE`; whoever
-//! still wants its completions then arms a new one.
+//! which completes whenever bytes arrive, into a buffer the kernel picks just then from a ring
+//! of buffers we provide: an idle client holds none. One multishot accept brings every client.
+//! A multishot entry ends with a completion that lacks `IORING_CQE_F_MORE`, and only we re-arm
+//! it: the loop its accept, and `on_completion` a connection's receive.
 //!
 //! Left out, and where chapter 11 has it (in `chapters/11-multishot/src/`):
 //! - downloads by `splice`, file to pipe to socket inside the kernel: `fs.rs`
-//! - a receive stopped while its client reads no answers: `proactor.rs`, `held`
-//! - with no buffer left, a plain `recv` (here the receive is armed again): `net.rs`, `read_to`
+//! - pausing a client that reads no answers (here its bytes pile up): `proactor.rs`, `HELD_AT_MOST`
+//! - with no buffer left, a plain `recv` (here: armed again): `net.rs`, `receive_without_a_buffer`
 //! - sends that try first; operations in a slab of reused slots: `net.rs`, `proactor.rs`
 //! - and all that sketch 10 leaves to chapter 10
 
@@ -109,7 +109,7 @@ mod completion_loop {
                     connections.entry(fd).or_insert(new).receive(&mut ring);
                 } else if let Some(connection) = connections.get_mut(&(done.user_data & !RECEIVE)) {
                     if !connection.on_completion(done, provided, &mut ring, &config) {
-                        connections.remove(&(done.user_data & !RECEIVE)); // closed: nothing in the ring
+                        connections.remove(&(done.user_data & !RECEIVE)); // nothing in the ring
                     }
                 }
             }
@@ -148,8 +148,10 @@ mod completion_loop {
                     let id = (done.flags >> IORING_CQE_BUFFER_SHIFT) as u16;
                     // SAFETY: the kernel wrote `res` bytes into buffer `id` before this
                     // completion, and writes there no more until we give it back (once, here).
-                    let buffer = unsafe { &raw const (*provided).buffers[usize::from(id)] };
-                    let bytes = unsafe { slice::from_raw_parts(buffer.cast(), done.res as usize) };
+                    let bytes = unsafe {
+                        let buffer = &raw const (*provided).buffers[usize::from(id)];
+                        slice::from_raw_parts(buffer.cast(), done.res as usize)
+                    };
                     self.received.extend_from_slice(bytes);
                     give_back(provided, id);
                 }
@@ -230,8 +232,8 @@ mod completion_loop {
             let entry = io_uring_sqe::new(IORING_OP_RECV, fd, std::ptr::null(), 0);
             let (flags, ioprio) = (IOSQE_BUFFER_SELECT, IORING_RECV_MULTISHOT);
             self.receiving = true;
-            // SAFETY: the entry points at no memory of ours (group 0 is the buffer ring).
             let entry = io_uring_sqe { flags, ioprio, buf_group: 0, ..entry };
+            // SAFETY: the entry points at no memory of ours: the kernel picks a buffer, group 0.
             unsafe { submit(ring, entry, fd as u64 | RECEIVE) };
         }
     }
