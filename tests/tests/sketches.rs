@@ -37,9 +37,9 @@ sketches! {
         files, big_file_intact, path_traversal, fifo_under_root, upstream_relay, upstream_errors,
         upstream_timeout, conformance_corpus, trickled_request, body_split_across_writes,
         client_resets_mid_response, clients_that_vanish, serves_after_abuse, half_close,
-        urgent_byte, file_removed_mid_response, stray_signals, closed_stderr,
+        urgent_byte, file_removed_mid_response, stray_signals, closed_stderr, unread_stderr,
         descriptor_exhaustion, pipelined_without_reading, idle_buffers_given_back,
-        idle_after_a_burst, burst_of_clients,
+        idle_after_a_burst, memory_after_a_storm, burst_of_clients,
     ],
     sketch_2: 2 [idle_client, half_sent_request, ten_thousand_idle, slow_reader],
     sketch_3: 3 [
@@ -48,7 +48,7 @@ sketches! {
     ],
     sketch_4: 4 [
         sleep_elsewhere, answers_as_ready, departing_clients, header_timeout, keep_alive_timeout,
-        send_timeout, slowloris,
+        send_timeout, waits_without_spinning, slowloris,
     ],
     sketch_5: 5 [sleep_elsewhere, answers_as_ready],
     sketch_6: 6 [slow_disk, big_download_memory],
