@@ -8,7 +8,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use super::*;
-use crate::ring::IORING_OP_RECV;
+use crate::ring::{prep_rw, IORING_OP_ACCEPT, IORING_OP_RECV};
 
 /// Memory an operation owns, which says when it is freed.
 struct Tracked(Rc<Cell<bool>>, Vec<u8>);
@@ -43,8 +43,8 @@ fn receive(socket: &Rc<UnixStream>, freed: &Rc<Cell<bool>>) -> Op<(Rc<UnixStream
     // SAFETY: the entry points into the buffer the operation owns.
     unsafe {
         submit(owned, None, |(socket, tracked)| {
-            let room = tracked.1.spare_capacity_mut();
-            io_uring_sqe::new(IORING_OP_RECV, socket.as_raw_fd(), room.as_mut_ptr().cast(), 64)
+            let room = tracked.1.spare_capacity_mut().as_mut_ptr() as u64;
+            prep_rw(IORING_OP_RECV, socket.as_raw_fd(), room, 64, 0, 0)
         })
     }
 }
@@ -108,8 +108,8 @@ fn an_operation_past_its_limit_is_cancelled_by_its_linked_timer() {
     // SAFETY: the entry points into the buffer the operation owns.
     let op = unsafe {
         submit(owned, Some(Duration::from_millis(100)), |(socket, tracked)| {
-            let room = tracked.1.spare_capacity_mut();
-            io_uring_sqe::new(IORING_OP_RECV, socket.as_raw_fd(), room.as_mut_ptr().cast(), 64)
+            let room = tracked.1.spare_capacity_mut().as_mut_ptr() as u64;
+            prep_rw(IORING_OP_RECV, socket.as_raw_fd(), room, 64, 0, 0)
         })
     };
     let mut op = std::pin::pin!(op);
@@ -134,7 +134,6 @@ fn a_descriptor_made_for_a_task_that_left_is_closed() {
     // An accept (or an open) that completes as its future is dropped has made a descriptor
     // nobody will take: the proactor must close it, or a client that leaves at the right
     // moment leaks one each time.
-    use crate::ring::IORING_OP_ACCEPT;
     use std::io::Read;
     use std::net::{TcpListener, TcpStream};
     start(64).expect("io_uring");
@@ -143,7 +142,7 @@ fn a_descriptor_made_for_a_task_that_left_is_closed() {
     // SAFETY: an accept that asks for no address points at no memory.
     let accept = unsafe {
         submit(listener.clone(), None, |listener| {
-            io_uring_sqe::new(IORING_OP_ACCEPT, listener.as_raw_fd(), std::ptr::null(), 0)
+            prep_rw(IORING_OP_ACCEPT, listener.as_raw_fd(), 0, 0, 0, 0)
         })
     };
     let mut client = TcpStream::connect(address).expect("connect");
@@ -159,7 +158,6 @@ fn a_loop_that_ends_closes_what_its_operations_held() {
     // A listener's task is dropped as its loop ends, its accept still in the ring. Unless
     // the ring takes the cancel before it goes, the accept holds the listener open, and the
     // kernel goes on queueing clients on it that nobody will answer.
-    use crate::ring::IORING_OP_ACCEPT;
     use std::net::{TcpListener, TcpStream};
     start(64).expect("io_uring");
     let listener = Rc::new(TcpListener::bind("127.0.0.1:0").expect("listener"));
@@ -167,7 +165,7 @@ fn a_loop_that_ends_closes_what_its_operations_held() {
     // SAFETY: an accept that asks for no address points at no memory.
     let accept = unsafe {
         submit(listener, None, |listener| {
-            io_uring_sqe::new(IORING_OP_ACCEPT, listener.as_raw_fd(), std::ptr::null(), 0)
+            prep_rw(IORING_OP_ACCEPT, listener.as_raw_fd(), 0, 0, 0, 0)
         })
     };
     turn(Some(Duration::ZERO)).expect("turn"); // the accept is in the kernel now
@@ -195,16 +193,9 @@ fn an_operation_stays_on_its_thread() {
 
 /// A multishot receive into the loop's provided buffers, as `net.rs` arms one.
 fn multishot_receive(socket: &Rc<UnixStream>) -> Op<Rc<UnixStream>> {
-    use crate::buffers::GROUP;
-    use crate::ring::{IORING_RECV_MULTISHOT, IOSQE_BUFFER_SELECT};
+    let receive = io_uring_sqe::recv_multishot(socket.as_raw_fd(), crate::buffers::GROUP);
     // SAFETY: the entry points at no memory of ours: the kernel picks a provided buffer.
-    unsafe {
-        submit(socket.clone(), None, |socket| {
-            let entry = io_uring_sqe::new(IORING_OP_RECV, socket.as_raw_fd(), std::ptr::null(), 0);
-            let flags = IOSQE_BUFFER_SELECT;
-            io_uring_sqe { flags, ioprio: IORING_RECV_MULTISHOT, buf_group: GROUP, ..entry }
-        })
-    }
+    unsafe { submit(socket.clone(), None, |_| receive) }
 }
 
 /// The next completion of `op`, turning the ring until it comes (at most 3 s); `None`
@@ -303,20 +294,18 @@ fn slots_are_reused_and_a_late_completion_reaches_no_later_operation() {
     const IORING_OP_NOP: u8 = 0;
     start(64).expect("io_uring");
     // SAFETY: a no-op points at no memory.
-    let nop = || unsafe {
-        submit((), None, |_| io_uring_sqe::new(IORING_OP_NOP, -1, std::ptr::null(), 0))
-    };
+    let nop = || unsafe { submit((), None, |_| prep_rw(IORING_OP_NOP, -1, 0, 0, 0, 0)) };
     let mut first = nop();
     let first_user_data = first.user_data.expect("in flight");
     assert!(next(&mut first).is_some());
     for _ in 0..100 {
         let mut op = nop();
-        assert_eq!(op.user_data.map(|user_data| user_data as u32), Some(first_user_data as u32));
+        assert_eq!(op.user_data.map(|user_data| user_data.index), Some(first_user_data.index));
         assert!(next(&mut op).is_some());
     }
     assert_eq!(with(|proactor| proactor.slots.len()), 1, "one slot, used 101 times");
-    let generation = with(|proactor| proactor.slots[0].generation);
-    assert_ne!(u64::from(generation), first_user_data >> 32, "an old use names nothing");
+    let generation = with(|proactor| proactor.slots[0].user_data.generation);
+    assert_ne!(generation, first_user_data.generation, "an old use names nothing");
 }
 
 #[test]
