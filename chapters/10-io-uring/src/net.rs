@@ -27,7 +27,7 @@ use crate::ring::io_uring_sqe;
 
 // ANCHOR: async
 /// A descriptor that operations in the ring may use, shared with them.
-pub struct Async<T: AsFd> {
+pub struct Async<T: AsFd + 'static> {
     inner: Rc<T>,
 }
 

@@ -35,7 +35,7 @@ use crate::ring::{IORING_OP_ACCEPT, IORING_OP_OPENAT2, IOSQE_IO_LINK};
 // ANCHOR: proactor
 /// Where an operation is.
 enum State {
-    Waiting(Option<Waker>), // in flight: the task to wake at its completion, once it is polled
+    Waiting(Option<Waker>), // in flight: the task to wake at its next completion, once polled
     Done(i32),              // completed with `res`, which its future has not taken yet
     Abandoned,              // its future is gone: the completion only frees the memory
 }
@@ -48,14 +48,12 @@ struct Slot {
     opcode: u8,
 }
 
-impl Slot {
-    /// An abandoned operation that made a descriptor (an accept, an open, done as its task
-    /// left) hands it to nobody: it must be closed (dropped), or it leaks.
-    fn orphan(&self, res: i32) -> Option<OwnedFd> {
-        let makes_one = matches!(self.opcode, IORING_OP_ACCEPT | IORING_OP_OPENAT2);
-        // SAFETY: a descriptor the kernel made for this operation, which nobody else has.
-        (makes_one && res >= 0).then(|| unsafe { OwnedFd::from_raw_fd(res) })
-    }
+/// An abandoned operation that made a descriptor (an accept, an open, done as its task
+/// left) hands it to nobody: it must be closed (dropped), or it leaks.
+fn orphan(opcode: u8, res: i32) -> Option<OwnedFd> {
+    let makes_one = matches!(opcode, IORING_OP_ACCEPT | IORING_OP_OPENAT2);
+    // SAFETY: a descriptor the kernel made for this operation, which nobody else has.
+    (makes_one && res >= 0).then(|| unsafe { OwnedFd::from_raw_fd(res) })
 }
 
 /// This thread's ring, and its operations by `user_data`: the number each entry carries
@@ -134,7 +132,7 @@ impl Proactor {
         let slot = self.slots.get_mut(&user_data)?;
         if let State::Done(res) = slot.state {
             let slot = self.slots.remove(&user_data)?;
-            let orphan = slot.orphan(res);
+            let orphan = orphan(slot.opcode, res);
             return Some((slot, orphan));
         }
         slot.state = State::Abandoned;
@@ -164,8 +162,9 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
     let mut woken = with(|proactor| -> io::Result<Vec<Waker>> {
         trace!("io_uring: waiting, timeout {timeout:?}");
         let submitted = proactor.ring.submit_and_wait(timeout)?;
-        let (slots, woken, mut rung) = (&mut proactor.slots, &mut proactor.woken, false);
-        let completed = proactor.ring.reap(|completion| {
+        let Proactor { ring, slots, woken, .. } = proactor;
+        let mut rung = false;
+        let completed = ring.reap(|completion| {
             let Some(slot) = slots.get_mut(&completion.user_data) else {
                 rung |= completion.user_data == DOORBELL;
                 return;
@@ -174,7 +173,7 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
                 State::Waiting(waker) => woken.extend(waker),
                 // The kernel is done with an abandoned operation's memory at last.
                 State::Abandoned => {
-                    orphans.extend(slot.orphan(completion.res));
+                    orphans.extend(orphan(slot.opcode, completion.res));
                     freed.extend(slots.remove(&completion.user_data));
                 }
                 State::Done(_) => {} // one completion per entry: never
@@ -187,8 +186,7 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
         }
         Ok(std::mem::take(&mut proactor.woken))
     })?;
-    // Woken, freed and closed once the proactor is no longer borrowed: a waker may be
-    // anybody's code.
+    // Woken, freed and closed once the proactor is not borrowed: a waker is anybody's code.
     woken.drain(..).for_each(Waker::wake);
     drop((freed, orphans));
     with(|proactor| proactor.woken = woken); // empty, its room kept for the next turn
@@ -223,7 +221,7 @@ impl Drop for Proactor {
 /// An operation in the ring, as a future: ready with its result (`res`: a count, a
 /// descriptor; or the error) and the memory it owned. Dropped before then, it cancels.
 #[must_use = "an operation's result and memory come back only when it is awaited"]
-pub struct Op<T> {
+pub struct Op<T: 'static> {
     user_data: u64,
     finished: bool,
     owned: PhantomData<fn() -> T>, // in the slot, not here: this future may be dropped

@@ -46,10 +46,9 @@ impl Files {
         let path = CString::new(relative.as_os_str().as_bytes()).map_err(|_| files::not_found())?;
         let root = self.root.as_raw_fd(); // lives as long as `self`, and so as the operation
         self.slow_disk().await;
-        // SAFETY: the entry points into the path's and `how`'s heap blocks, which the op owns.
-        let open = unsafe {
-            submit((path, how), None, |(path, how)| io_uring_sqe::openat2(root, path, how))
-        };
+        let open = io_uring_sqe::openat2(root, &path, &how);
+        // SAFETY: the entry points into the path and the `open_how` that the operation owns.
+        let open = unsafe { submit((path, how), None, open) };
         // A path that leads out of the root (`EXDEV`) is a 404, as in every chapter.
         let file = match open.await.0 {
             // SAFETY: a descriptor the kernel has just made, for us alone.
@@ -108,7 +107,7 @@ pub async fn splice<F: AsRawFd + 'static, T: AsRawFd + 'static>(
 ) -> io::Result<usize> {
     let splice = io_uring_sqe::splice(from.as_raw_fd(), offset, to.as_raw_fd(), len);
     // SAFETY: a splice points at no memory; the operation keeps both descriptors open.
-    unsafe { submit((from, to), None, |_| splice) }.await.0.map(|count| count as usize)
+    unsafe { submit((from, to), None, splice) }.await.0.map(|count| count as usize)
 }
 // ANCHOR_END: splice
 

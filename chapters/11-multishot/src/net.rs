@@ -56,7 +56,7 @@ impl<T: AsFd + 'static> Async<T> {
     pub async fn ready(&self, events: i16, limit: Option<Duration>) -> io::Result<()> {
         let poll = io_uring_sqe::poll_add(self.inner.as_fd().as_raw_fd(), events);
         // SAFETY: a poll points at no memory; the operation keeps the descriptor open.
-        unsafe { submit(self.inner.clone(), limit, |_| poll) }.await.0.map(drop).map_err(timed_out)
+        unsafe { submit(self.inner.clone(), limit, poll) }.await.0.map(drop).map_err(timed_out)
     }
 
     /// For a call with no operation of its own (emptying a pipe, a receive with no buffer
@@ -83,7 +83,7 @@ impl Async<TcpListener> {
         let flags = linux::SOCK_CLOEXEC | linux::SOCK_NONBLOCK;
         let accept = io_uring_sqe::multishot_accept(self.inner.as_raw_fd(), flags);
         // SAFETY: no address is asked for (null pointers); the op keeps the listener open.
-        unsafe { submit(self.inner.clone(), None, |_| accept) }
+        unsafe { submit(self.inner.clone(), None, accept) }
     }
 }
 
@@ -153,7 +153,7 @@ impl Async<TcpStream> {
     fn arm_receive(&self) -> Op<Rc<TcpStream>> {
         let receive = io_uring_sqe::recv_multishot(self.inner.as_raw_fd(), GROUP);
         // SAFETY: the entry points at no memory of ours: the kernel picks a provided buffer.
-        unsafe { submit(self.inner.clone(), None, |_| receive) }
+        unsafe { submit(self.inner.clone(), None, receive) }
     }
 
     /// Receives no more for now (too much is queued): the bytes wait in the socket, pushing
@@ -196,13 +196,10 @@ impl Async<TcpStream> {
     async fn send_once<B: Deref<Target = [u8]> + 'static>(
         &self, bytes: B, from: usize, limit: Option<Duration>, flags: i32,
     ) -> (io::Result<usize>, B) {
+        let send =
+            io_uring_sqe::send(self.inner.as_raw_fd(), &bytes[from..], libc::MSG_NOSIGNAL | flags);
         // SAFETY: the entry points into the bytes' heap block, which the operation owns.
-        let send = unsafe {
-            submit((self.inner.clone(), bytes), limit, |(stream, bytes)| {
-                io_uring_sqe::send(stream.as_raw_fd(), &bytes[from..], libc::MSG_NOSIGNAL | flags)
-            })
-        };
-        let (sent, (_, bytes)) = send.await;
+        let (sent, (_, bytes)) = unsafe { submit((self.inner.clone(), bytes), limit, send) }.await;
         (sent.map(|count| count as usize).map_err(timed_out), bytes)
     }
     // ANCHOR_END: send

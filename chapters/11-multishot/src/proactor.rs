@@ -42,10 +42,10 @@ use crate::ring::{IORING_OP_ACCEPT, IORING_OP_OPENAT2, IOSQE_IO_LINK};
 pub use crate::ring::io_uring_cqe as Completion;
 
 // ANCHOR: slot
-/// Where an operation is (new: it may complete many times; `Done` once it will not again).
+/// Where an operation is.
 #[derive(Default)]
 enum State {
-    Waiting(Option<Waker>), // in flight: the task to wake at its next completion, if polled
+    Waiting(Option<Waker>), // in flight: the task to wake at its next completion, once polled
     #[default]
     Done,     // its last completion lacked `F_MORE` (or the slot is free): no more will come
     Abandoned(Box<dyn Any>), // its future is gone: its memory, freed at the last completion
@@ -56,13 +56,12 @@ enum State {
 struct Slot {
     state: State,
     completions: VecDeque<Completion>, // not yet taken by its future, oldest first
-    user_data: UserData, // this use of the slot, a generation on: a late cancel of an old one misses
+    user_data: UserData, // this use (a new generation each): a late cancel of an old one misses
     limit: __kernel_timespec, // a time limit's timespec: it stays put here (a slot is boxed)
     opcode: u8,
 }
 
-/// What an entry carries to its completion, laid out here once (liburing's `proxy.c` has
-/// its `struct userdata`): the slot's index in the low 32 bits, its generation above.
+/// An entry's `user_data`, laid out once (as liburing's `proxy.c` lays out `struct userdata`).
 #[derive(Clone, Copy, PartialEq, Default)]
 struct UserData {
     index: u32,
@@ -80,8 +79,7 @@ impl UserData {
 }
 // ANCHOR_END: slot
 
-/// What an abandoned operation's completion leaves with nobody: a buffer, to give back, or
-/// a descriptor (an accept, an open), to close.
+/// What an abandoned operation's completion brings to nobody: a buffer or a descriptor.
 fn orphan(opcode: u8, completion: Completion, buffers: &mut BufferRing) -> Option<OwnedFd> {
     if completion.flags & IORING_CQE_F_BUFFER != 0 {
         buffers.give_back(BufferRing::id(completion.flags));
@@ -185,15 +183,14 @@ impl Proactor {
 
     /// Asks the kernel to end operation `user_data`: `-ECANCELED` (or its result), no `F_MORE`.
     fn cancel(&mut self, user_data: UserData) {
-        let cancel =
-            io_uring_sqe { user_data: NOBODY, ..io_uring_sqe::async_cancel(user_data.to_u64()) };
+        let cancel = io_uring_sqe::async_cancel(user_data.to_u64());
+        let cancel = io_uring_sqe { user_data: NOBODY, ..cancel };
         // SAFETY: a cancel points at no memory. Should the ring refuse it, the operation
         // ends in its own time, or when the ring does.
         let _ = unsafe { self.ring.push(&[cancel]) };
     }
 
-    /// Its future was dropped: its memory kept and the operation cancelled; or, done, freed,
-    /// with what its untaken completions brought (`orphan`).
+    /// Its future was dropped: its memory kept and the operation cancelled; or, done, freed.
     fn abandon(
         &mut self, user_data: UserData, owned: Box<dyn Any>,
     ) -> (Option<Box<dyn Any>>, Vec<OwnedFd>) {
@@ -246,7 +243,7 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
             let user_data = UserData::from_u64(completion.user_data);
             let slot = slots.get_mut(user_data.index as usize);
             let Some(slot) = slot.filter(|slot| slot.user_data == user_data) else {
-                rung |= completion.user_data == DOORBELL; // or a timer's, a cancel's: no slot's
+                rung |= completion.user_data == DOORBELL;
                 return;
             };
             let more = completion.flags & IORING_CQE_F_MORE != 0; // it will complete again
@@ -325,16 +322,13 @@ pub struct Op<T: 'static> {
 /// Nothing of an `Op` is pinned: `owned` may move, since no entry points into it.
 impl<T> Unpin for Op<T> {}
 
-/// Starts an operation: `build` makes its entry from `owned`; the future gives `owned`
+/// Starts an operation: `entry`, with the memory it uses in `owned`, which the future gives
 /// back with the result. Past `limit` (if any), the operation is cancelled (`-ECANCELED`).
 ///
 /// # Safety
 /// The entry points only into heap memory `owned` keeps (a buffer's contents, never `owned`
 /// itself, which moves with the future), or into memory that outlives every operation.
-pub unsafe fn submit<T: 'static>(
-    mut owned: T, limit: Option<Duration>, build: impl FnOnce(&mut T) -> io_uring_sqe,
-) -> Op<T> {
-    let entry = build(&mut owned);
+pub unsafe fn submit<T: 'static>(owned: T, limit: Option<Duration>, entry: io_uring_sqe) -> Op<T> {
     let user_data = with(|proactor| proactor.queue(entry, limit));
     Op { user_data: Some(user_data), owned: Some(owned), on_this_thread: PhantomData }
 }
