@@ -5,8 +5,8 @@
 # timeout: 300
 @ cp chapters/10-io-uring/src/net.rs /tmp/hostile-net.rs
 @ trap 'cp /tmp/hostile-net.rs chapters/10-io-uring/src/net.rs' EXIT INT TERM
-@ sed -i 's/entry.with(libc::MSG_DONTWAIT as u32, 0)/entry/' chapters/10-io-uring/src/net.rs
-@ ! grep -q 'MSG_DONTWAIT as u32' chapters/10-io-uring/src/net.rs
+@ sed -i 's/room, libc::MSG_DONTWAIT)/room, 0)/' chapters/10-io-uring/src/net.rs
+@ ! grep -q 'room, libc::MSG_DONTWAIT' chapters/10-io-uring/src/net.rs
 @ cargo build -p ch10-io-uring
 $ cargo run -p ch10-io-uring &
 @ book/tools/wait-for-port.sh 8080

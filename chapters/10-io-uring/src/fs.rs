@@ -19,7 +19,7 @@ use shared::files;
 use shared::http::Response;
 
 use crate::proactor::submit;
-use crate::ring::{io_uring_sqe, IORING_OP_OPENAT2, IORING_OP_READ};
+use crate::ring::io_uring_sqe;
 use crate::time::sleep;
 
 /// A piece of a file, read through the ring: its bytes, and the file, to read the next
@@ -53,10 +53,7 @@ impl Files {
         self.slow_disk().await;
         // SAFETY: the entry points into the path and the `open_how` that the operation owns.
         let open = unsafe {
-            submit((path, how), None, |(path, how)| {
-                let entry = io_uring_sqe::new(IORING_OP_OPENAT2, root, path.as_ptr().cast(), 24);
-                entry.with(0, how.as_ptr() as u64)
-            })
+            submit((path, how), None, |(path, how)| io_uring_sqe::openat2(root, path, how))
         };
         // A path that leads out of the root (`EXDEV`) is a 404, as in every chapter.
         let file = match open.await.0 {
@@ -81,9 +78,7 @@ impl Files {
         // SAFETY: the entry points into the chunk's heap block, which the operation owns.
         let read = unsafe {
             submit((chunk.file, chunk.bytes), None, |(file, bytes)| {
-                let (fd, room) = (file.as_raw_fd(), bytes.spare_capacity_mut());
-                let (start, len) = (room.as_mut_ptr().cast(), room.len() as u32);
-                io_uring_sqe::new(IORING_OP_READ, fd, start, len).with(0, u64::MAX)
+                io_uring_sqe::read(file.as_raw_fd(), bytes.spare_capacity_mut(), u64::MAX)
             })
         };
         let (count, (file, mut bytes)) = read.await;

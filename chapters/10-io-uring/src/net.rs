@@ -23,13 +23,11 @@ use shared::buffer::{Buffer, Pool};
 use shared::upstream;
 
 use crate::proactor::submit;
-use crate::ring::{
-    io_uring_sqe, IORING_OP_ACCEPT, IORING_OP_POLL_ADD, IORING_OP_RECV, IORING_OP_SEND,
-};
+use crate::ring::io_uring_sqe;
 
 // ANCHOR: async
 /// A descriptor that operations in the ring may use, shared with them.
-pub struct Async<T: AsFd> {
+pub struct Async<T: AsFd + 'static> {
     inner: Rc<T>,
 }
 
@@ -44,15 +42,9 @@ impl<T: AsFd + 'static> Async<T> {
 
     /// Waits until the descriptor is ready for `events`: readiness, as an operation.
     async fn ready(&self, events: i16) -> io::Result<()> {
+        let poll = io_uring_sqe::poll_add(self.inner.as_fd().as_raw_fd(), events);
         // SAFETY: a poll points at no memory; the operation keeps the descriptor open.
-        let poll = unsafe {
-            submit(self.inner.clone(), None, |inner| {
-                let fd = inner.as_fd().as_raw_fd();
-                io_uring_sqe::new(IORING_OP_POLL_ADD, fd, std::ptr::null(), 0)
-                    .with(events as u32, 0)
-            })
-        };
-        poll.await.0.map(drop)
+        unsafe { submit(self.inner.clone(), None, |_| poll) }.await.0.map(drop)
     }
 
     /// For a call with no operation (emptying a pipe): tried until not `EAGAIN`, readable between.
@@ -73,15 +65,9 @@ impl<T: AsFd + 'static> Async<T> {
 impl Async<TcpListener> {
     /// Accepts a client: the kernel makes its socket.
     pub async fn accept(&self) -> io::Result<TcpStream> {
+        let accept = io_uring_sqe::accept(self.inner.as_raw_fd(), shared::linux::SOCK_CLOEXEC);
         // SAFETY: no address is asked for (null pointers); the op keeps the listener open.
-        let accept = unsafe {
-            submit(self.inner.clone(), None, |listener| {
-                let entry =
-                    io_uring_sqe::new(IORING_OP_ACCEPT, listener.as_raw_fd(), std::ptr::null(), 0);
-                entry.with(shared::linux::SOCK_CLOEXEC as u32, 0)
-            })
-        };
-        let socket = accept.await.0? as i32;
+        let socket = unsafe { submit(self.inner.clone(), None, |_| accept) }.await.0? as i32;
         // SAFETY: a descriptor the kernel has just made, for us alone.
         Ok(unsafe { TcpStream::from_raw_fd(socket) })
     }
@@ -145,10 +131,7 @@ impl Async<TcpStream> {
         let receive = unsafe {
             submit((self.inner.clone(), CHUNKS.with(Pool::take)), None, |(stream, chunk)| {
                 let room = chunk.spare_capacity_mut();
-                let start = room.as_mut_ptr().cast();
-                let fd = stream.as_raw_fd();
-                let entry = io_uring_sqe::new(IORING_OP_RECV, fd, start, room.len() as u32);
-                entry.with(libc::MSG_DONTWAIT as u32, 0)
+                io_uring_sqe::recv(stream.as_raw_fd(), room, libc::MSG_DONTWAIT)
             })
         };
         let (received, (_, mut chunk)) = receive.await;
@@ -167,9 +150,7 @@ impl Async<TcpStream> {
         // SAFETY: the entry points into the bytes the operation owns (boxed: they stay put).
         let send = unsafe {
             submit((self.inner.clone(), bytes), limit, |(stream, bytes)| {
-                let (fd, rest) = (stream.as_raw_fd(), &bytes[from..]);
-                let entry = io_uring_sqe::new(IORING_OP_SEND, fd, rest.as_ptr(), rest.len() as u32);
-                entry.with(libc::MSG_NOSIGNAL as u32, 0)
+                io_uring_sqe::send(stream.as_raw_fd(), &bytes[from..], libc::MSG_NOSIGNAL)
             })
         };
         let (sent, (_, bytes)) = send.await;

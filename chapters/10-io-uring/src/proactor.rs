@@ -29,19 +29,15 @@ use nix::libc;
 use shared::self_pipe::SelfPipe;
 use shared::trace;
 
-use crate::ring::IOSQE_IO_LINK;
-use crate::ring::{__kernel_timespec, io_uring_sqe, Ring, IORING_OP_ACCEPT, IORING_OP_OPENAT2};
-use crate::ring::{IORING_OP_ASYNC_CANCEL, IORING_OP_LINK_TIMEOUT, IORING_OP_POLL_ADD};
+use crate::ring::{__kernel_timespec, io_uring_sqe, Ring};
+use crate::ring::{IORING_OP_ACCEPT, IORING_OP_OPENAT2, IOSQE_IO_LINK};
 
 // ANCHOR: proactor
 /// Where an operation is.
 enum State {
-    /// In flight; the task to wake at its completion (none until it is first polled).
-    Waiting(Option<Waker>),
-    /// Completed with `res`; its future has not taken the result yet.
-    Done(i32),
-    /// Its future is gone: the completion only frees the memory.
-    Abandoned,
+    Waiting(Option<Waker>), // in flight: the task to wake at its next completion, once polled
+    Done(i32),              // completed with `res`, which its future has not taken yet
+    Abandoned,              // its future is gone: the completion only frees the memory
 }
 
 /// An operation: where it is, and the memory the kernel may use until its completion
@@ -52,14 +48,12 @@ struct Slot {
     opcode: u8,
 }
 
-impl Slot {
-    /// An abandoned operation that made a descriptor (an accept, an open, done as its task
-    /// left) hands it to nobody: it must be closed (dropped), or it leaks.
-    fn orphan(&self, res: i32) -> Option<OwnedFd> {
-        let makes_one = matches!(self.opcode, IORING_OP_ACCEPT | IORING_OP_OPENAT2);
-        // SAFETY: a descriptor the kernel made for this operation, which nobody else has.
-        (makes_one && res >= 0).then(|| unsafe { OwnedFd::from_raw_fd(res) })
-    }
+/// An abandoned operation that made a descriptor (an accept, an open, done as its task
+/// left) hands it to nobody: it must be closed (dropped), or it leaks.
+fn orphan(opcode: u8, res: i32) -> Option<OwnedFd> {
+    let makes_one = matches!(opcode, IORING_OP_ACCEPT | IORING_OP_OPENAT2);
+    // SAFETY: a descriptor the kernel made for this operation, which nobody else has.
+    (makes_one && res >= 0).then(|| unsafe { OwnedFd::from_raw_fd(res) })
 }
 
 /// This thread's ring, and its operations by `user_data`: the number each entry carries
@@ -74,10 +68,8 @@ struct Proactor {
     woken: Vec<Waker>,
 }
 
-/// The doorbell's poll carries this instead of an operation's number.
-const DOORBELL: u64 = u64::MAX;
-/// What nobody waits for (a cancel, a time limit) carries this: its completion has no slot.
-const NOBODY: u64 = u64::MAX - 1;
+const DOORBELL: u64 = u64::MAX; // the doorbell's poll carries it, not an operation's number
+const NOBODY: u64 = u64::MAX - 1; // what nobody waits for (a cancel, a time limit): no slot
 
 thread_local! {
     static PROACTOR: RefCell<Option<Proactor>> = const { RefCell::new(None) };
@@ -140,13 +132,12 @@ impl Proactor {
         let slot = self.slots.get_mut(&user_data)?;
         if let State::Done(res) = slot.state {
             let slot = self.slots.remove(&user_data)?;
-            let orphan = slot.orphan(res);
+            let orphan = orphan(slot.opcode, res);
             return Some((slot, orphan));
         }
         slot.state = State::Abandoned;
         // The entry with this `user_data` completes with `-ECANCELED` (or its own result).
-        let cancel = io_uring_sqe::new(IORING_OP_ASYNC_CANCEL, -1, std::ptr::null(), 0);
-        let cancel = io_uring_sqe { addr: user_data, user_data: NOBODY, ..cancel };
+        let cancel = io_uring_sqe { user_data: NOBODY, ..io_uring_sqe::async_cancel(user_data) };
         // SAFETY: a cancel points at no memory. Should the ring refuse it, the operation
         // ends in its own time, or when the ring does.
         let _ = unsafe { self.ring.push(&[cancel]) };
@@ -155,9 +146,8 @@ impl Proactor {
 
     /// Keeps a poll of the doorbell in the ring (rung, it completes, and `turn` renews it).
     fn watch_doorbell(&mut self) -> io::Result<()> {
-        let fd = self.doorbell.as_fd().as_raw_fd();
-        let poll = io_uring_sqe::new(IORING_OP_POLL_ADD, fd, std::ptr::null(), 0);
-        let poll = io_uring_sqe { user_data: DOORBELL, ..poll.with(libc::POLLIN as u32, 0) };
+        let poll = io_uring_sqe::poll_add(self.doorbell.as_fd().as_raw_fd(), libc::POLLIN);
+        let poll = io_uring_sqe { user_data: DOORBELL, ..poll };
         // SAFETY: a poll points at no memory; the pipe lives as long as the proactor.
         unsafe { self.ring.push(&[poll]) }
     }
@@ -172,8 +162,9 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
     let mut woken = with(|proactor| -> io::Result<Vec<Waker>> {
         trace!("io_uring: waiting, timeout {timeout:?}");
         let submitted = proactor.ring.submit_and_wait(timeout)?;
-        let (slots, woken, mut rung) = (&mut proactor.slots, &mut proactor.woken, false);
-        let completed = proactor.ring.reap(|completion| {
+        let Proactor { ring, slots, woken, .. } = proactor;
+        let mut rung = false;
+        let completed = ring.reap(|completion| {
             let Some(slot) = slots.get_mut(&completion.user_data) else {
                 rung |= completion.user_data == DOORBELL;
                 return;
@@ -182,7 +173,7 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
                 State::Waiting(waker) => woken.extend(waker),
                 // The kernel is done with an abandoned operation's memory at last.
                 State::Abandoned => {
-                    orphans.extend(slot.orphan(completion.res));
+                    orphans.extend(orphan(slot.opcode, completion.res));
                     freed.extend(slots.remove(&completion.user_data));
                 }
                 State::Done(_) => {} // one completion per entry: never
@@ -195,8 +186,7 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
         }
         Ok(std::mem::take(&mut proactor.woken))
     })?;
-    // Woken, freed and closed once the proactor is no longer borrowed: a waker may be
-    // anybody's code.
+    // Woken, freed and closed once the proactor is not borrowed: a waker is anybody's code.
     woken.drain(..).for_each(Waker::wake);
     drop((freed, orphans));
     with(|proactor| proactor.woken = woken); // empty, its room kept for the next turn
@@ -231,7 +221,7 @@ impl Drop for Proactor {
 /// An operation in the ring, as a future: ready with its result (`res`: a count, a
 /// descriptor; or the error) and the memory it owned. Dropped before then, it cancels.
 #[must_use = "an operation's result and memory come back only when it is awaited"]
-pub struct Op<T> {
+pub struct Op<T: 'static> {
     user_data: u64,
     finished: bool,
     owned: PhantomData<fn() -> T>, // in the slot, not here: this future may be dropped
@@ -252,8 +242,7 @@ pub unsafe fn submit<T: 'static>(
     // Boxed with its time limit, which the kernel reads too (as it takes the entries).
     let mut owned = Box::new((owned, limit.map(__kernel_timespec::from)));
     let entry = build(&mut owned.0);
-    let limit = owned.1.as_ref().map(|limit| (&raw const *limit).cast());
-    let timer = limit.map(|limit| io_uring_sqe::new(IORING_OP_LINK_TIMEOUT, -1, limit, 1));
+    let timer = owned.1.as_ref().map(io_uring_sqe::link_timeout);
     let user_data = with(|proactor| proactor.queue(entry, timer, owned));
     Op { user_data, finished: false, owned: PhantomData, on_this_thread: PhantomData }
 }

@@ -8,7 +8,6 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use super::*;
-use crate::ring::IORING_OP_RECV;
 
 /// Memory an operation owns, which says when it is freed.
 struct Tracked(Rc<Cell<bool>>, Vec<u8>);
@@ -37,8 +36,7 @@ fn receive(socket: &Rc<UnixStream>, freed: &Rc<Cell<bool>>) -> Op<(Rc<UnixStream
     // SAFETY: the entry points into the buffer the operation owns.
     unsafe {
         submit(owned, None, |(socket, tracked)| {
-            let room = tracked.1.spare_capacity_mut();
-            io_uring_sqe::new(IORING_OP_RECV, socket.as_raw_fd(), room.as_mut_ptr().cast(), 64)
+            io_uring_sqe::recv(socket.as_raw_fd(), tracked.1.spare_capacity_mut(), 0)
         })
     }
 }
@@ -104,8 +102,7 @@ fn an_operation_past_its_limit_is_cancelled_by_its_linked_timer() {
     // SAFETY: the entry points into the buffer the operation owns.
     let op = unsafe {
         submit(owned, Some(Duration::from_millis(100)), |(socket, tracked)| {
-            let room = tracked.1.spare_capacity_mut();
-            io_uring_sqe::new(IORING_OP_RECV, socket.as_raw_fd(), room.as_mut_ptr().cast(), 64)
+            io_uring_sqe::recv(socket.as_raw_fd(), tracked.1.spare_capacity_mut(), 0)
         })
     };
     let mut op = std::pin::pin!(op);
@@ -130,7 +127,6 @@ fn a_descriptor_made_for_a_task_that_left_is_closed() {
     // An accept (or an open) that completes as its future is dropped has made a descriptor
     // nobody will take: the proactor must close it, or a client that leaves at the right
     // moment leaks one each time.
-    use crate::ring::IORING_OP_ACCEPT;
     use std::io::Read;
     use std::net::{TcpListener, TcpStream};
     start(64).expect("io_uring");
@@ -138,9 +134,7 @@ fn a_descriptor_made_for_a_task_that_left_is_closed() {
     let address = listener.local_addr().expect("address");
     // SAFETY: an accept that asks for no address points at no memory.
     let accept = unsafe {
-        submit(listener.clone(), None, |listener| {
-            io_uring_sqe::new(IORING_OP_ACCEPT, listener.as_raw_fd(), std::ptr::null(), 0)
-        })
+        submit(listener.clone(), None, |listener| io_uring_sqe::accept(listener.as_raw_fd(), 0))
     };
     let mut client = TcpStream::connect(address).expect("connect");
     turn_until(|| {
@@ -157,17 +151,13 @@ fn a_loop_that_ends_closes_what_its_operations_held() {
     // A listener's task is dropped as its loop ends, its accept still in the ring. Unless
     // the ring takes the cancel before it goes, the accept holds the listener open, and the
     // kernel goes on queueing clients on it that nobody will answer.
-    use crate::ring::IORING_OP_ACCEPT;
     use std::net::{TcpListener, TcpStream};
     start(64).expect("io_uring");
     let listener = Rc::new(TcpListener::bind("127.0.0.1:0").expect("listener"));
     let address = listener.local_addr().expect("address");
     // SAFETY: an accept that asks for no address points at no memory.
-    let accept = unsafe {
-        submit(listener, None, |listener| {
-            io_uring_sqe::new(IORING_OP_ACCEPT, listener.as_raw_fd(), std::ptr::null(), 0)
-        })
-    };
+    let accept =
+        unsafe { submit(listener, None, |listener| io_uring_sqe::accept(listener.as_raw_fd(), 0)) };
     turn(Some(Duration::ZERO)).expect("turn"); // the accept is in the kernel now
     drop(accept); // the loop ends: its tasks go, and this asks to be cancelled
     finish(Duration::from_secs(3));

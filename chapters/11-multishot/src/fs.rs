@@ -21,7 +21,7 @@ use shared::http::Response;
 use shared::linux;
 
 use crate::proactor::submit;
-use crate::ring::{io_uring_sqe, IORING_OP_OPENAT2, IORING_OP_SPLICE};
+use crate::ring::io_uring_sqe;
 use crate::time::sleep;
 
 // ANCHOR: files
@@ -46,13 +46,9 @@ impl Files {
         let path = CString::new(relative.as_os_str().as_bytes()).map_err(|_| files::not_found())?;
         let root = self.root.as_raw_fd(); // lives as long as `self`, and so as the operation
         self.slow_disk().await;
-        // SAFETY: the entry points into the path's and `how`'s heap blocks, which the op owns.
-        let open = unsafe {
-            submit((path, how), None, |(path, how)| {
-                let entry = io_uring_sqe::new(IORING_OP_OPENAT2, root, path.as_ptr().cast(), 24);
-                entry.with(0, how.as_ptr() as u64)
-            })
-        };
+        let open = io_uring_sqe::openat2(root, &path, &how);
+        // SAFETY: the entry points into the path and the `open_how` that the operation owns.
+        let open = unsafe { submit((path, how), None, open) };
         // A path that leads out of the root (`EXDEV`) is a 404, as in every chapter.
         let file = match open.await.0 {
             // SAFETY: a descriptor the kernel has just made, for us alone.
@@ -109,16 +105,9 @@ impl Pipe {
 pub async fn splice<F: AsRawFd + 'static, T: AsRawFd + 'static>(
     from: Rc<F>, offset: Option<u64>, to: Rc<T>, len: usize,
 ) -> io::Result<usize> {
+    let splice = io_uring_sqe::splice(from.as_raw_fd(), offset, to.as_raw_fd(), len);
     // SAFETY: a splice points at no memory; the operation keeps both descriptors open.
-    let splice = unsafe {
-        submit((from, to), None, |(from, to)| {
-            let (to, from) = (to.as_raw_fd(), from.as_raw_fd());
-            let entry = io_uring_sqe::new(IORING_OP_SPLICE, to, std::ptr::null(), len as u32);
-            let addr = offset.unwrap_or(u64::MAX); // where `from` is read; -1: none (a pipe)
-            io_uring_sqe { addr, off: u64::MAX, splice_fd_in: from, ..entry } // `to`: no offset
-        })
-    };
-    splice.await.0.map(|count| count as usize)
+    unsafe { submit((from, to), None, splice) }.await.0.map(|count| count as usize)
 }
 // ANCHOR_END: splice
 

@@ -28,11 +28,7 @@ use shared::upstream;
 
 use crate::buffers::GROUP;
 use crate::proactor::{self, submit, Completion, Op};
-use crate::ring::IOSQE_BUFFER_SELECT;
-use crate::ring::{
-    io_uring_sqe, IORING_OP_ACCEPT, IORING_OP_POLL_ADD, IORING_OP_RECV, IORING_OP_SEND,
-};
-use crate::ring::{IORING_ACCEPT_MULTISHOT, IORING_CQE_F_BUFFER, IORING_RECV_MULTISHOT};
+use crate::ring::{io_uring_sqe, IORING_CQE_F_BUFFER};
 
 // ANCHOR: async
 /// A descriptor that operations in the ring may use, shared with them.
@@ -58,15 +54,9 @@ impl<T: AsFd + 'static> Async<T> {
     /// Waits until the descriptor is ready for `events`: readiness, as an operation.
     /// Past `limit` (if any), `TimedOut`.
     pub async fn ready(&self, events: i16, limit: Option<Duration>) -> io::Result<()> {
+        let poll = io_uring_sqe::poll_add(self.inner.as_fd().as_raw_fd(), events);
         // SAFETY: a poll points at no memory; the operation keeps the descriptor open.
-        let poll = unsafe {
-            submit(self.inner.clone(), limit, |inner| {
-                let fd = inner.as_fd().as_raw_fd();
-                io_uring_sqe::new(IORING_OP_POLL_ADD, fd, std::ptr::null(), 0)
-                    .with(events as u32, 0)
-            })
-        };
-        poll.await.0.map(drop).map_err(timed_out)
+        unsafe { submit(self.inner.clone(), limit, poll) }.await.0.map(drop).map_err(timed_out)
     }
 
     /// For a call with no operation of its own (emptying a pipe, a receive with no buffer
@@ -89,16 +79,11 @@ impl<T: AsFd + 'static> Async<T> {
 impl Async<TcpListener> {
     /// New: a multishot accept, one entry for client after client (see [`accepted`]).
     pub fn accepts(&self) -> Op<Rc<TcpListener>> {
+        // Non-blocking (new): a splice to it says `EAGAIN`, not wait on a worker.
+        let flags = linux::SOCK_CLOEXEC | linux::SOCK_NONBLOCK;
+        let accept = io_uring_sqe::multishot_accept(self.inner.as_raw_fd(), flags);
         // SAFETY: no address is asked for (null pointers); the op keeps the listener open.
-        unsafe {
-            submit(self.inner.clone(), None, |listener| {
-                let entry =
-                    io_uring_sqe::new(IORING_OP_ACCEPT, listener.as_raw_fd(), std::ptr::null(), 0);
-                // Non-blocking (new): a splice to it says `EAGAIN`, not wait on a worker.
-                let entry = entry.with((linux::SOCK_CLOEXEC | linux::SOCK_NONBLOCK) as u32, 0);
-                io_uring_sqe { ioprio: IORING_ACCEPT_MULTISHOT, ..entry }
-            })
-        }
+        unsafe { submit(self.inner.clone(), None, accept) }
     }
 }
 
@@ -166,15 +151,9 @@ impl Async<TcpStream> {
 
     /// A multishot receive (`IORING_RECV_MULTISHOT`) into buffers the kernel picks for it.
     fn arm_receive(&self) -> Op<Rc<TcpStream>> {
+        let receive = io_uring_sqe::recv_multishot(self.inner.as_raw_fd(), GROUP);
         // SAFETY: the entry points at no memory of ours: the kernel picks a provided buffer.
-        unsafe {
-            submit(self.inner.clone(), None, |stream| {
-                let entry =
-                    io_uring_sqe::new(IORING_OP_RECV, stream.as_raw_fd(), std::ptr::null(), 0);
-                let flags = entry.flags | IOSQE_BUFFER_SELECT;
-                io_uring_sqe { flags, ioprio: IORING_RECV_MULTISHOT, buf_group: GROUP, ..entry }
-            })
-        }
+        unsafe { submit(self.inner.clone(), None, receive) }
     }
 
     /// Receives no more for now (too much is queued): the bytes wait in the socket, pushing
@@ -217,15 +196,10 @@ impl Async<TcpStream> {
     async fn send_once<B: Deref<Target = [u8]> + 'static>(
         &self, bytes: B, from: usize, limit: Option<Duration>, flags: i32,
     ) -> (io::Result<usize>, B) {
+        let send =
+            io_uring_sqe::send(self.inner.as_raw_fd(), &bytes[from..], libc::MSG_NOSIGNAL | flags);
         // SAFETY: the entry points into the bytes' heap block, which the operation owns.
-        let send = unsafe {
-            submit((self.inner.clone(), bytes), limit, |(stream, bytes)| {
-                let (fd, rest) = (stream.as_raw_fd(), &bytes[from..]);
-                let entry = io_uring_sqe::new(IORING_OP_SEND, fd, rest.as_ptr(), rest.len() as u32);
-                entry.with((libc::MSG_NOSIGNAL | flags) as u32, 0)
-            })
-        };
-        let (sent, (_, bytes)) = send.await;
+        let (sent, (_, bytes)) = unsafe { submit((self.inner.clone(), bytes), limit, send) }.await;
         (sent.map(|count| count as usize).map_err(timed_out), bytes)
     }
     // ANCHOR_END: send

@@ -33,31 +33,53 @@ use shared::self_pipe::SelfPipe;
 use shared::trace;
 
 use crate::buffers::BufferRing;
-use crate::ring::IOSQE_IO_LINK;
-use crate::ring::{__kernel_timespec, io_uring_sqe, Ring, IORING_OP_ACCEPT, IORING_OP_OPENAT2};
+use crate::ring::{__kernel_timespec, io_uring_sqe, Ring};
 use crate::ring::{IORING_CQE_F_BUFFER, IORING_CQE_F_MORE};
-use crate::ring::{IORING_OP_ASYNC_CANCEL, IORING_OP_LINK_TIMEOUT, IORING_OP_POLL_ADD};
+use crate::ring::{IORING_OP_ACCEPT, IORING_OP_OPENAT2, IOSQE_IO_LINK};
 
 // ANCHOR: proactor
 /// One completion, as the kernel posts it: `res`, and `flags` (`F_MORE`, `F_BUFFER`).
 pub use crate::ring::io_uring_cqe as Completion;
 
 // ANCHOR: slot
+/// Where an operation is.
+#[derive(Default)]
+enum State {
+    Waiting(Option<Waker>), // in flight: the task to wake at its next completion, once polled
+    #[default]
+    Done,     // its last completion lacked `F_MORE` (or the slot is free): no more will come
+    Abandoned(Box<dyn Any>), // its future is gone: its memory, freed at the last completion
+}
+
 /// An operation's place, reused from one operation to the next (its queue's room too).
 #[derive(Default)]
 struct Slot {
+    state: State,
     completions: VecDeque<Completion>, // not yet taken by its future, oldest first
-    waker: Option<Waker>,
-    in_flight: bool, // the kernel will complete it again: not yet completed, or it said `F_MORE`
-    abandoned: Option<Box<dyn Any>>, // its future is gone: the memory, freed at the last completion
-    generation: u32, // which use of the slot (in `user_data`): a late cancel of an old one misses
+    user_data: UserData, // this use (a new generation each): a late cancel of an old one misses
     limit: __kernel_timespec, // a time limit's timespec: it stays put here (a slot is boxed)
     opcode: u8,
 }
+
+/// An entry's `user_data`, laid out once (as liburing's `proxy.c` lays out `struct userdata`).
+#[derive(Clone, Copy, PartialEq, Default)]
+struct UserData {
+    index: u32,
+    generation: u32,
+}
+
+impl UserData {
+    fn from_u64(user_data: u64) -> UserData {
+        UserData { index: user_data as u32, generation: (user_data >> 32) as u32 }
+    }
+
+    fn to_u64(self) -> u64 {
+        u64::from(self.generation) << 32 | u64::from(self.index)
+    }
+}
 // ANCHOR_END: slot
 
-/// What an abandoned operation's completion leaves with nobody: a buffer, to give back, or
-/// a descriptor (an accept, an open), to close.
+/// What an abandoned operation's completion brings to nobody: a buffer or a descriptor.
 fn orphan(opcode: u8, completion: Completion, buffers: &mut BufferRing) -> Option<OwnedFd> {
     if completion.flags & IORING_CQE_F_BUFFER != 0 {
         buffers.give_back(BufferRing::id(completion.flags));
@@ -78,7 +100,7 @@ struct Proactor {
     doorbell: Arc<SelfPipe>,
     /// The wakers `turn` takes out, kept to be reused: no allocation, turn after turn.
     woken: Vec<Waker>,
-    holding: Vec<u64>, // receives that held `HELD_AT_MOST` buffers at the last reap
+    holding: Vec<UserData>, // receives that held `HELD_AT_MOST` buffers at the last reap
 }
 
 // ANCHOR: held
@@ -87,10 +109,8 @@ struct Proactor {
 const HELD_AT_MOST: usize = 4;
 // ANCHOR_END: held
 
-/// The doorbell's poll carries this instead of an operation's number.
-const DOORBELL: u64 = u64::MAX;
-/// What nobody waits for (a cancel, a time limit) carries this: its completion has no slot.
-const NOBODY: u64 = u64::MAX - 1;
+const DOORBELL: u64 = u64::MAX; // the doorbell's poll carries it, not an operation's number
+const NOBODY: u64 = u64::MAX - 1; // what nobody waits for (a cancel, a time limit): no slot
 
 thread_local! {
     static PROACTOR: RefCell<Option<Proactor>> = const { RefCell::new(None) };
@@ -131,24 +151,22 @@ impl Proactor {
     /// Queues `entry` in a free slot, with a timer linked after it if there is a `limit`
     /// (`LINK_TIMEOUT`): the kernel cancels the entry once it has passed, or drops it when
     /// the entry completes first. No cancel of ours, and no list of timers walked.
-    fn queue(&mut self, entry: io_uring_sqe, limit: Option<Duration>) -> u64 {
+    fn queue(&mut self, entry: io_uring_sqe, limit: Option<Duration>) -> UserData {
         let index = self.free.pop().unwrap_or_else(|| {
             self.slots.push(Box::default());
             self.slots.len() as u32 - 1
         });
         let slot = &mut self.slots[index as usize];
-        slot.generation = slot.generation.wrapping_add(1);
-        (slot.in_flight, slot.opcode) = (true, entry.opcode);
-        let user_data = u64::from(slot.generation) << 32 | u64::from(index);
-        let entry = io_uring_sqe { user_data, ..entry };
+        let user_data = UserData { index, generation: slot.user_data.generation.wrapping_add(1) };
+        (slot.user_data, slot.state, slot.opcode) = (user_data, State::Waiting(None), entry.opcode);
+        let entry = io_uring_sqe { user_data: user_data.to_u64(), ..entry };
         // SAFETY: the entry points into its operation's memory (`submit`), the timer into its slot.
         let pushed = unsafe {
             match limit {
                 None => self.ring.push(&[entry]),
                 Some(limit) => {
                     slot.limit = limit.into();
-                    let ts = (&raw const slot.limit).cast();
-                    let timer = io_uring_sqe::new(IORING_OP_LINK_TIMEOUT, -1, ts, 1);
+                    let timer = io_uring_sqe::link_timeout(&slot.limit);
                     let entry = io_uring_sqe { flags: entry.flags | IOSQE_IO_LINK, ..entry };
                     self.ring.push(&[entry, io_uring_sqe { user_data: NOBODY, ..timer }])
                 }
@@ -156,37 +174,35 @@ impl Proactor {
         };
         if let Err(error) = pushed {
             let res = -error.raw_os_error().unwrap_or(libc::EIO); // not queued: failed at once
-            slot.completions.push_back(Completion { user_data, res, flags: 0 });
-            slot.in_flight = false;
+            slot.completions.push_back(Completion { user_data: entry.user_data, res, flags: 0 });
+            slot.state = State::Done;
         }
         user_data
     }
     // ANCHOR_END: queue
 
     /// Asks the kernel to end operation `user_data`: `-ECANCELED` (or its result), no `F_MORE`.
-    fn cancel(&mut self, user_data: u64) {
-        let cancel = io_uring_sqe::new(IORING_OP_ASYNC_CANCEL, -1, std::ptr::null(), 0);
-        let cancel = io_uring_sqe { addr: user_data, user_data: NOBODY, ..cancel };
+    fn cancel(&mut self, user_data: UserData) {
+        let cancel = io_uring_sqe::async_cancel(user_data.to_u64());
+        let cancel = io_uring_sqe { user_data: NOBODY, ..cancel };
         // SAFETY: a cancel points at no memory. Should the ring refuse it, the operation
         // ends in its own time, or when the ring does.
         let _ = unsafe { self.ring.push(&[cancel]) };
     }
 
-    /// Its future was dropped: its memory kept and the operation cancelled; or, done, freed,
-    /// with what its untaken completions brought (`orphan`).
+    /// Its future was dropped: its memory kept and the operation cancelled; or, done, freed.
     fn abandon(
-        &mut self, user_data: u64, owned: Box<dyn Any>,
+        &mut self, user_data: UserData, owned: Box<dyn Any>,
     ) -> (Option<Box<dyn Any>>, Vec<OwnedFd>) {
-        let slot = &mut self.slots[user_data as u32 as usize]; // on: its future had it
-        slot.waker = None; // its task may be gone: its waker must not live on in the slot
+        let slot = &mut self.slots[user_data.index as usize]; // on: its future had it
         let (opcode, buffers) = (slot.opcode, &mut self.buffers);
         let orphans = slot.completions.drain(..).filter_map(|c| orphan(opcode, c, buffers));
         let orphans = orphans.collect();
-        if !slot.in_flight {
-            self.free.push(user_data as u32);
+        if let State::Done = slot.state {
+            self.free.push(user_data.index);
             return (Some(owned), orphans);
         }
-        slot.abandoned = Some(owned);
+        slot.state = State::Abandoned(owned); // and its waker gone: its task may be gone too
         self.cancel(user_data);
         (None, orphans)
     }
@@ -194,9 +210,9 @@ impl Proactor {
     /// Stops the receives that held `HELD_AT_MOST` buffers at the last reap and still do.
     fn stop_the_unread(&mut self) {
         while let Some(user_data) = self.holding.pop() {
-            let slot = &self.slots[user_data as u32 as usize];
-            let same_use = u64::from(slot.generation) == user_data >> 32 && slot.in_flight;
-            if same_use && slot.completions.len() >= HELD_AT_MOST {
+            let slot = &self.slots[user_data.index as usize];
+            let armed = slot.user_data == user_data && matches!(slot.state, State::Waiting(_));
+            if armed && slot.completions.len() >= HELD_AT_MOST {
                 self.cancel(user_data);
             }
         }
@@ -204,9 +220,8 @@ impl Proactor {
 
     /// Keeps a poll of the doorbell in the ring (rung, it completes, and `turn` renews it).
     fn watch_doorbell(&mut self) -> io::Result<()> {
-        let fd = self.doorbell.as_fd().as_raw_fd();
-        let poll = io_uring_sqe::new(IORING_OP_POLL_ADD, fd, std::ptr::null(), 0);
-        let poll = io_uring_sqe { user_data: DOORBELL, ..poll.with(libc::POLLIN as u32, 0) };
+        let poll = io_uring_sqe::poll_add(self.doorbell.as_fd().as_raw_fd(), libc::POLLIN);
+        let poll = io_uring_sqe { user_data: DOORBELL, ..poll };
         // SAFETY: a poll points at no memory; the pipe lives as long as the proactor.
         unsafe { self.ring.push(&[poll]) }
     }
@@ -225,27 +240,29 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
         let Proactor { ring, slots, free, buffers, woken, holding, .. } = proactor;
         let mut rung = false;
         let completed = ring.reap(|completion| {
-            let Some(slot) = slots.get_mut(completion.user_data as u32 as usize).filter(|slot| {
-                u64::from(slot.generation) == completion.user_data >> 32 && slot.in_flight
-            }) else {
+            let user_data = UserData::from_u64(completion.user_data);
+            let slot = slots.get_mut(user_data.index as usize);
+            let Some(slot) = slot.filter(|slot| slot.user_data == user_data) else {
                 rung |= completion.user_data == DOORBELL;
                 return;
             };
-            slot.in_flight = completion.flags & IORING_CQE_F_MORE != 0; // more to come?
-            if slot.abandoned.is_none() {
+            let more = completion.flags & IORING_CQE_F_MORE != 0; // it will complete again
+            if let State::Waiting(waker) = &mut slot.state {
+                woken.extend(waker.take());
                 slot.completions.push_back(completion);
-                woken.extend(slot.waker.take());
                 let held = completion.flags & IORING_CQE_F_BUFFER != 0;
-                if held && slot.in_flight && slot.completions.len() == HELD_AT_MOST {
-                    holding.push(completion.user_data); // if its task does not take them: stop
+                if held && more && slot.completions.len() == HELD_AT_MOST {
+                    holding.push(user_data); // if its task does not take them: stop
                 }
-                return;
+            } else {
+                // An abandoned operation's: free what it brought, and at the last, its memory.
+                orphans.extend(orphan(slot.opcode, completion, buffers));
             }
-            // An abandoned operation's: free what it brought, and at the last, its memory.
-            orphans.extend(orphan(slot.opcode, completion, buffers));
-            if !slot.in_flight {
-                freed.extend(slot.abandoned.take());
-                free.push(completion.user_data as u32);
+            if !more {
+                if let State::Abandoned(owned) = std::mem::take(&mut slot.state) {
+                    freed.push(owned);
+                    free.push(user_data.index);
+                }
             }
         })?;
         trace!("io_uring: submitted {submitted}, completed {completed}, one system call");
@@ -268,7 +285,7 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
 /// answers until the process exits) or `bound` has passed; then drops the ring.
 pub fn finish(bound: Duration) {
     let deadline = Instant::now() + bound;
-    while with(|proactor| proactor.slots.iter().any(|slot| slot.in_flight)) {
+    while with(|proactor| proactor.slots.iter().any(|slot| !matches!(slot.state, State::Done))) {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() || turn(Some(left)).is_err() {
             break;
@@ -281,11 +298,11 @@ pub fn finish(bound: Duration) {
 /// ring closes: that memory, and the buffers, are leaked, at a loop's end the lesser harm.
 impl Drop for Proactor {
     fn drop(&mut self) {
-        let in_flight = self.slots.iter_mut().filter(|slot| slot.in_flight);
-        if in_flight.map(|slot| std::mem::forget(slot.abandoned.take())).count() == 0 {
+        if self.slots.iter().all(|slot| matches!(slot.state, State::Done)) {
             // SAFETY: dropped once, here; nothing in flight can write into a buffer.
             unsafe { ManuallyDrop::drop(&mut self.buffers) };
         }
+        self.slots.iter_mut().for_each(|slot| std::mem::forget(std::mem::take(&mut slot.state)));
     }
 }
 // ANCHOR_END: turn
@@ -296,7 +313,7 @@ impl Drop for Proactor {
 /// A multishot one gives its completions one by one ([`Op::poll_next`]).
 #[must_use = "an operation's result and memory come back only when it is awaited"]
 pub struct Op<T: 'static> {
-    user_data: Option<u64>, // which slot, and which use of it; `None` once its last is taken
+    user_data: Option<UserData>, // which slot, and which use of it; `None` once its last is taken
     owned: Option<T>, // the memory the kernel may use, kept here (not in the slot) while this lives
     /// The slot is in this thread's ring: a raw pointer makes an `Op` `!Send`.
     on_this_thread: PhantomData<*const ()>,
@@ -305,16 +322,13 @@ pub struct Op<T: 'static> {
 /// Nothing of an `Op` is pinned: `owned` may move, since no entry points into it.
 impl<T> Unpin for Op<T> {}
 
-/// Starts an operation: `build` makes its entry from `owned`; the future gives `owned`
+/// Starts an operation: `entry`, with the memory it uses in `owned`, which the future gives
 /// back with the result. Past `limit` (if any), the operation is cancelled (`-ECANCELED`).
 ///
 /// # Safety
 /// The entry points only into heap memory `owned` keeps (a buffer's contents, never `owned`
 /// itself, which moves with the future), or into memory that outlives every operation.
-pub unsafe fn submit<T: 'static>(
-    mut owned: T, limit: Option<Duration>, build: impl FnOnce(&mut T) -> io_uring_sqe,
-) -> Op<T> {
-    let entry = build(&mut owned);
+pub unsafe fn submit<T: 'static>(owned: T, limit: Option<Duration>, entry: io_uring_sqe) -> Op<T> {
     let user_data = with(|proactor| proactor.queue(entry, limit));
     Op { user_data: Some(user_data), owned: Some(owned), on_this_thread: PhantomData }
 }
@@ -325,15 +339,16 @@ impl<T: 'static> Op<T> {
     pub fn poll_next(&mut self, cx: &mut Context) -> Poll<Option<Completion>> {
         let Some(user_data) = self.user_data else { return Poll::Ready(None) };
         let next = with(|proactor| {
-            let slot = &mut proactor.slots[user_data as u32 as usize]; // on, until it ends
+            let slot = &mut proactor.slots[user_data.index as usize]; // on, until it ends
             let next = slot.completions.pop_front();
-            if next.is_none() && !slot.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                slot.waker = Some(cx.waker().clone());
-            }
-            if slot.completions.is_empty() && !slot.in_flight {
-                slot.waker = None; // ended: the slot is free for another
-                proactor.free.push(user_data as u32);
-                self.user_data = None;
+            match &mut slot.state {
+                State::Waiting(Some(waker)) if waker.will_wake(cx.waker()) => {}
+                State::Waiting(waker) if next.is_none() => *waker = Some(cx.waker().clone()),
+                State::Done if slot.completions.is_empty() => {
+                    proactor.free.push(user_data.index); // ended: the slot is free for another
+                    self.user_data = None;
+                }
+                _ => {} // more to take first
             }
             next
         });

@@ -8,7 +8,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use super::*;
-use crate::ring::IORING_OP_RECV;
+use crate::ring::{prep_rw, IORING_OP_ACCEPT, IORING_OP_RECV};
 
 /// Memory an operation owns, which says when it is freed.
 struct Tracked(Rc<Cell<bool>>, Vec<u8>);
@@ -39,14 +39,11 @@ fn turn_until(done: impl Fn() -> bool) {
 
 /// A receive on a socket nobody writes to: it would wait forever.
 fn receive(socket: &Rc<UnixStream>, freed: &Rc<Cell<bool>>) -> Op<(Rc<UnixStream>, Tracked)> {
-    let owned = (socket.clone(), Tracked(freed.clone(), Vec::with_capacity(64)));
-    // SAFETY: the entry points into the buffer the operation owns.
-    unsafe {
-        submit(owned, None, |(socket, tracked)| {
-            let room = tracked.1.spare_capacity_mut();
-            io_uring_sqe::new(IORING_OP_RECV, socket.as_raw_fd(), room.as_mut_ptr().cast(), 64)
-        })
-    }
+    let mut tracked = Tracked(freed.clone(), Vec::with_capacity(64));
+    let room = tracked.1.spare_capacity_mut().as_mut_ptr() as u64;
+    let entry = prep_rw(IORING_OP_RECV, socket.as_raw_fd(), room, 64, 0, 0);
+    // SAFETY: the entry points into the buffer's heap block, which the operation owns.
+    unsafe { submit((socket.clone(), tracked), None, entry) }
 }
 
 #[test]
@@ -103,15 +100,12 @@ fn an_operation_past_its_limit_is_cancelled_by_its_linked_timer() {
     start(64).expect("io_uring");
     let (ours, _peer) = UnixStream::pair().expect("socketpair");
     let (ours, freed) = (Rc::new(ours), Rc::new(Cell::new(false)));
-    let owned = (ours.clone(), Tracked(freed.clone(), Vec::with_capacity(64)));
+    let mut tracked = Tracked(freed.clone(), Vec::with_capacity(64));
+    let room = tracked.1.spare_capacity_mut().as_mut_ptr() as u64;
+    let entry = prep_rw(IORING_OP_RECV, ours.as_raw_fd(), room, 64, 0, 0);
     let started = Instant::now();
-    // SAFETY: the entry points into the buffer the operation owns.
-    let op = unsafe {
-        submit(owned, Some(Duration::from_millis(100)), |(socket, tracked)| {
-            let room = tracked.1.spare_capacity_mut();
-            io_uring_sqe::new(IORING_OP_RECV, socket.as_raw_fd(), room.as_mut_ptr().cast(), 64)
-        })
-    };
+    // SAFETY: the entry points into the buffer's heap block, which the operation owns.
+    let op = unsafe { submit((ours.clone(), tracked), Some(Duration::from_millis(100)), entry) };
     let mut op = std::pin::pin!(op);
     let mut context = Context::from_waker(Waker::noop());
     let mut result = None;
@@ -134,18 +128,14 @@ fn a_descriptor_made_for_a_task_that_left_is_closed() {
     // An accept (or an open) that completes as its future is dropped has made a descriptor
     // nobody will take: the proactor must close it, or a client that leaves at the right
     // moment leaks one each time.
-    use crate::ring::IORING_OP_ACCEPT;
     use std::io::Read;
     use std::net::{TcpListener, TcpStream};
     start(64).expect("io_uring");
     let listener = Rc::new(TcpListener::bind("127.0.0.1:0").expect("listener"));
     let address = listener.local_addr().expect("address");
     // SAFETY: an accept that asks for no address points at no memory.
-    let accept = unsafe {
-        submit(listener.clone(), None, |listener| {
-            io_uring_sqe::new(IORING_OP_ACCEPT, listener.as_raw_fd(), std::ptr::null(), 0)
-        })
-    };
+    let accept = prep_rw(IORING_OP_ACCEPT, listener.as_raw_fd(), 0, 0, 0, 0);
+    let accept = unsafe { submit(listener.clone(), None, accept) };
     let mut client = TcpStream::connect(address).expect("connect");
     turn_until(completed);
     drop(accept); // done, but never polled: its task left
@@ -159,17 +149,13 @@ fn a_loop_that_ends_closes_what_its_operations_held() {
     // A listener's task is dropped as its loop ends, its accept still in the ring. Unless
     // the ring takes the cancel before it goes, the accept holds the listener open, and the
     // kernel goes on queueing clients on it that nobody will answer.
-    use crate::ring::IORING_OP_ACCEPT;
     use std::net::{TcpListener, TcpStream};
     start(64).expect("io_uring");
     let listener = Rc::new(TcpListener::bind("127.0.0.1:0").expect("listener"));
     let address = listener.local_addr().expect("address");
     // SAFETY: an accept that asks for no address points at no memory.
-    let accept = unsafe {
-        submit(listener, None, |listener| {
-            io_uring_sqe::new(IORING_OP_ACCEPT, listener.as_raw_fd(), std::ptr::null(), 0)
-        })
-    };
+    let accept = prep_rw(IORING_OP_ACCEPT, listener.as_raw_fd(), 0, 0, 0, 0);
+    let accept = unsafe { submit(listener, None, accept) };
     turn(Some(Duration::ZERO)).expect("turn"); // the accept is in the kernel now
     drop(accept); // the loop ends: its tasks go, and this asks to be cancelled
     finish(Duration::from_secs(3));
@@ -195,16 +181,9 @@ fn an_operation_stays_on_its_thread() {
 
 /// A multishot receive into the loop's provided buffers, as `net.rs` arms one.
 fn multishot_receive(socket: &Rc<UnixStream>) -> Op<Rc<UnixStream>> {
-    use crate::buffers::GROUP;
-    use crate::ring::{IORING_RECV_MULTISHOT, IOSQE_BUFFER_SELECT};
+    let receive = io_uring_sqe::recv_multishot(socket.as_raw_fd(), crate::buffers::GROUP);
     // SAFETY: the entry points at no memory of ours: the kernel picks a provided buffer.
-    unsafe {
-        submit(socket.clone(), None, |socket| {
-            let entry = io_uring_sqe::new(IORING_OP_RECV, socket.as_raw_fd(), std::ptr::null(), 0);
-            let flags = IOSQE_BUFFER_SELECT;
-            io_uring_sqe { flags, ioprio: IORING_RECV_MULTISHOT, buf_group: GROUP, ..entry }
-        })
-    }
+    unsafe { submit(socket.clone(), None, receive) }
 }
 
 /// The next completion of `op`, turning the ring until it comes (at most 3 s); `None`
@@ -303,20 +282,18 @@ fn slots_are_reused_and_a_late_completion_reaches_no_later_operation() {
     const IORING_OP_NOP: u8 = 0;
     start(64).expect("io_uring");
     // SAFETY: a no-op points at no memory.
-    let nop = || unsafe {
-        submit((), None, |_| io_uring_sqe::new(IORING_OP_NOP, -1, std::ptr::null(), 0))
-    };
+    let nop = || unsafe { submit((), None, prep_rw(IORING_OP_NOP, -1, 0, 0, 0, 0)) };
     let mut first = nop();
     let first_user_data = first.user_data.expect("in flight");
     assert!(next(&mut first).is_some());
     for _ in 0..100 {
         let mut op = nop();
-        assert_eq!(op.user_data.map(|user_data| user_data as u32), Some(first_user_data as u32));
+        assert_eq!(op.user_data.map(|user_data| user_data.index), Some(first_user_data.index));
         assert!(next(&mut op).is_some());
     }
     assert_eq!(with(|proactor| proactor.slots.len()), 1, "one slot, used 101 times");
-    let generation = with(|proactor| proactor.slots[0].generation);
-    assert_ne!(u64::from(generation), first_user_data >> 32, "an old use names nothing");
+    let generation = with(|proactor| proactor.slots[0].user_data.generation);
+    assert_ne!(generation, first_user_data.generation, "an old use names nothing");
 }
 
 #[test]

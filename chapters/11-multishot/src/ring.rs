@@ -354,18 +354,51 @@ impl Ring {
     }
 }
 
-/// Entries, as liburing's `io_uring_prep_*` make them: building one is safe (it is only
-/// numbers); handing it over is not (see [`Ring::push`]).
+// ANCHOR_END: reap
+
+/// What every kind of entry sets (liburing's `io_uring_prep_rw`); `op_flags` as it says.
+pub fn prep_rw(op: u8, fd: i32, addr: u64, len: usize, off: u64, op_flags: u32) -> io_uring_sqe {
+    io_uring_sqe { opcode: op, fd, addr, len: len as u32, off, op_flags, ..Default::default() }
+}
+
+/// One constructor per kind of entry, as liburing's `io_uring_prep_*`: building one is safe
+/// (it is only numbers, addresses among them); handing it over is not (see [`Ring::push`]).
 impl io_uring_sqe {
-    pub fn new(opcode: u8, fd: i32, addr: *const u8, len: u32) -> io_uring_sqe {
-        io_uring_sqe { opcode, fd, addr: addr as u64, len, ..Default::default() }
+    pub fn poll_add(fd: i32, events: i16) -> io_uring_sqe {
+        prep_rw(IORING_OP_POLL_ADD, fd, 0, 0, 0, events as u32)
     }
 
-    pub fn with(self, op_flags: u32, off: u64) -> io_uring_sqe {
-        io_uring_sqe { op_flags, off, ..self }
+    pub fn multishot_accept(fd: i32, flags: i32) -> io_uring_sqe {
+        let accept = prep_rw(IORING_OP_ACCEPT, fd, 0, 0, 0, flags as u32); // no address asked
+        io_uring_sqe { ioprio: IORING_ACCEPT_MULTISHOT, ..accept }
+    }
+
+    pub fn async_cancel(user_data: u64) -> io_uring_sqe {
+        prep_rw(IORING_OP_ASYNC_CANCEL, -1, user_data, 0, 0, 0) // of the entry that carries it
+    }
+
+    pub fn link_timeout(limit: &__kernel_timespec) -> io_uring_sqe {
+        prep_rw(IORING_OP_LINK_TIMEOUT, -1, &raw const *limit as u64, 1, 0, 0)
+    }
+
+    pub fn splice(from: i32, offset: Option<u64>, to: i32, len: usize) -> io_uring_sqe {
+        let entry = prep_rw(IORING_OP_SPLICE, to, offset.unwrap_or(u64::MAX), len, u64::MAX, 0);
+        io_uring_sqe { splice_fd_in: from, ..entry } // `addr` is `from`'s offset, `off` `to`'s
+    }
+
+    pub fn send(fd: i32, bytes: &[u8], flags: i32) -> io_uring_sqe {
+        prep_rw(IORING_OP_SEND, fd, bytes.as_ptr() as u64, bytes.len(), 0, flags as u32)
+    }
+
+    pub fn recv_multishot(fd: i32, group: u16) -> io_uring_sqe {
+        let (flags, ioprio) = (IOSQE_BUFFER_SELECT, IORING_RECV_MULTISHOT);
+        io_uring_sqe { flags, ioprio, buf_group: group, ..prep_rw(IORING_OP_RECV, fd, 0, 0, 0, 0) }
+    }
+
+    pub fn openat2(dirfd: i32, path: &std::ffi::CStr, how: &[u64; 3]) -> io_uring_sqe {
+        prep_rw(IORING_OP_OPENAT2, dirfd, path.as_ptr() as u64, 24, how.as_ptr() as u64, 0)
     }
 }
-// ANCHOR_END: reap
 
 #[cfg(test)]
 #[cfg(target_os = "linux")] // they need io_uring

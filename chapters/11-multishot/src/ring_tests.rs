@@ -10,7 +10,7 @@ const IORING_OP_TIMEOUT: u8 = 11;
 const LONG: Option<Duration> = Some(Duration::from_secs(5));
 
 fn nop(user_data: u64) -> io_uring_sqe {
-    io_uring_sqe { user_data, ..io_uring_sqe::new(IORING_OP_NOP, -1, std::ptr::null(), 0) }
+    io_uring_sqe { user_data, ..prep_rw(IORING_OP_NOP, -1, 0, 0, 0, 0) }
 }
 
 fn push(ring: &mut Ring, entries: &[io_uring_sqe]) {
@@ -73,7 +73,7 @@ fn a_wait_ends_when_its_timeout_passes() {
 fn a_timer_entry_completes_once_its_time_has_passed() {
     let mut ring = Ring::new(4, 8).expect("a ring");
     let ts = __kernel_timespec::from(Duration::from_millis(150));
-    let timer = io_uring_sqe::new(IORING_OP_TIMEOUT, -1, (&raw const ts).cast(), 1);
+    let timer = prep_rw(IORING_OP_TIMEOUT, -1, &raw const ts as u64, 1, 0, 0);
     let started = Instant::now();
     push(&mut ring, &[io_uring_sqe { user_data: 7, ..timer }]);
     let mut seen = Vec::new();
