@@ -57,7 +57,7 @@ mod completion_loop {
             std::process::exit(1);
         });
         let listener = listener::listen(&config, false);
-        let accept = io_uring_sqe::new(IORING_OP_ACCEPT, listener.as_raw_fd(), std::ptr::null(), 0);
+        let accept = io_uring_sqe::accept(listener.as_raw_fd(), 0);
         // SAFETY: an accept points at no memory of ours: we ask for no address.
         unsafe { submit(&mut ring, accept, LISTENER) };
         let (mut connections, mut completed) = (BTreeMap::new(), Vec::new());
@@ -146,14 +146,13 @@ mod completion_loop {
         fn submit_next(&mut self, ring: &mut Ring) -> bool {
             let (fd, out) = (self.stream.as_raw_fd(), &self.out);
             let entry = if !out.is_empty() {
-                let send = io_uring_sqe::new(IORING_OP_SEND, fd, out.as_ptr(), out.len() as u32);
-                send.with(nix::libc::MSG_NOSIGNAL as u32, 0) // a client gone: `-EPIPE`, no signal
+                io_uring_sqe::send(fd, out, nix::libc::MSG_NOSIGNAL) // gone: `-EPIPE`, no signal
             } else if self.closing {
                 return false;
             } else {
                 self.received.reserve(16 * 1024);
                 let room = self.received.spare_capacity_mut();
-                io_uring_sqe::new(IORING_OP_RECV, fd, room.as_mut_ptr().cast(), room.len() as u32)
+                io_uring_sqe::recv(fd, room, 0)
             };
             // SAFETY: the answers or the room: heap memory, put and untouched until the completion.
             unsafe { submit(ring, entry, fd as u64) };

@@ -84,8 +84,7 @@ mod completion_loop {
         // `Ring::new` needs, has buffer rings: 5.19.)
         unsafe { ring.register(IORING_REGISTER_PBUF_RING, &registration) }.expect(MISUSED);
         let listener = listener::listen(&config, false);
-        let accept = io_uring_sqe::new(IORING_OP_ACCEPT, listener.as_raw_fd(), std::ptr::null(), 0);
-        let accept = io_uring_sqe { ioprio: IORING_ACCEPT_MULTISHOT, ..accept };
+        let accept = io_uring_sqe::multishot_accept(listener.as_raw_fd(), 0);
         // SAFETY: an accept points at no memory of ours: we ask for no address.
         unsafe { submit(&mut ring, accept, LISTENER) };
         let (mut connections, mut completed) = (BTreeMap::new(), Vec::new());
@@ -213,8 +212,7 @@ mod completion_loop {
         fn submit_next(&mut self, ring: &mut Ring) -> bool {
             let (fd, out) = (self.stream.as_raw_fd(), &self.out);
             let entry = if !out.is_empty() {
-                let send = io_uring_sqe::new(IORING_OP_SEND, fd, out.as_ptr(), out.len() as u32);
-                send.with(nix::libc::MSG_NOSIGNAL as u32, 0) // a client gone: `-EPIPE`, no signal
+                io_uring_sqe::send(fd, out, nix::libc::MSG_NOSIGNAL) // gone: `-EPIPE`, no signal
             } else if self.closing || !self.receiving {
                 let _ = self.stream.shutdown(Shutdown::Both); // ends the receive: 0, no `F_MORE`
                 return self.receiving; // closed once it has ended
@@ -229,10 +227,8 @@ mod completion_loop {
         /// Arms its multishot receive: no room of ours; the kernel picks a buffer as bytes come.
         fn receive(&mut self, ring: &mut Ring) {
             let fd = self.stream.as_raw_fd();
-            let entry = io_uring_sqe::new(IORING_OP_RECV, fd, std::ptr::null(), 0);
-            let (flags, ioprio) = (IOSQE_BUFFER_SELECT, IORING_RECV_MULTISHOT);
+            let entry = io_uring_sqe::recv_multishot(fd, 0);
             self.receiving = true;
-            let entry = io_uring_sqe { flags, ioprio, buf_group: 0, ..entry };
             // SAFETY: the entry points at no memory of ours: the kernel picks a buffer, group 0.
             unsafe { submit(ring, entry, fd as u64 | RECEIVE) };
         }
