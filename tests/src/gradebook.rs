@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use crate::chapters::Chapter;
 use crate::harness::{Failure, Verdict};
-use crate::manifest::{self, Expect, MANIFEST};
+use crate::manifest::{self, Expect, Row, MANIFEST};
 use crate::report::{self, Checked};
 use crate::selection::row_name;
 
@@ -124,23 +124,12 @@ pub fn json(run: &Run) -> String {
 /// order, and per chapter in a run of several), a `<testcase>` per check, with a
 /// `<failure>` for a fail and a `<skipped>` for a skip, each with its message. An expected
 /// limitation, or a reader's server ahead of its chapter, passes, and says so in its
-/// `<system-out>`.
+/// `<system-out>`. (The exit status is the runner's own; the XML has no place for it.)
 pub fn junit(run: &Run) -> String {
-    // A suite's counts, and its time: a row's, its checks' added up (they ran at once);
-    // the run's, as long as it took.
-    let tally = |checks: &[(&Checked, Duration)], time: Duration| {
-        let failures = checks.iter().filter(|((.., v), _)| matches!(v, Verdict::Fail(..))).count();
-        let skipped = checks.iter().filter(|((.., v), _)| matches!(v, Verdict::Skipped(_))).count();
-        format!(
-            "tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"{}\"",
-            checks.len(),
-            seconds(time)
-        )
-    };
     let all: Vec<(&Checked, Duration)> = run.checked.iter().zip(run.took.iter().copied()).collect();
-    let several_chapters = all.windows(2).any(|pair| pair[0].0 .0.number != pair[1].0 .0.number);
-    let mut chapters: Vec<&Chapter> = all.iter().map(|((chapter, ..), _)| *chapter).collect();
+    let mut chapters: Vec<&Chapter> = run.checked.iter().map(|(chapter, ..)| *chapter).collect();
     chapters.dedup_by_key(|chapter| chapter.number);
+    let several_chapters = chapters.len() > 1;
 
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let held_to = run.chapter.map(|chapter| format!(" held to {}", chapter.name));
@@ -159,79 +148,88 @@ pub fn junit(run: &Run) -> String {
                 })
                 .copied()
                 .collect();
-            if checks.is_empty() {
-                continue; // left out by --only or --row
+            // A row none of whose checks ran (--only, --row) is left out.
+            if !checks.is_empty() {
+                testsuite(&mut out, chapter, row, &checks, several_chapters);
             }
-            let short = row_name(row.capability);
-            let (name, classname) = match several_chapters {
-                true => (
-                    format!("{}: {}", chapter.name, row.description),
-                    format!("{}.{short}", chapter.name),
-                ),
-                false => (row.description.to_string(), short.clone()),
-            };
-            let expected = match manifest::expectation(row.capability, chapter) {
-                Expect::Yes => "has it",
-                Expect::No(_) => "lacks it",
-            };
-            let _ = writeln!(
-                out,
-                "  <testsuite name={} {}>",
-                xml_attribute(&name),
-                tally(&checks, sum(&checks))
-            );
-            let _ = writeln!(out, "    <properties>");
-            for (property, value) in
-                [("row", short.as_str()), ("chapter", chapter.name), ("expected", expected)]
-            {
-                let _ = writeln!(
-                    out,
-                    "      <property name=\"{property}\" value={}/>",
-                    xml_attribute(value)
-                );
-            }
-            let _ = writeln!(out, "    </properties>");
-            for ((_, probe, verdict), took) in &checks {
-                let case = format!(
-                    "<testcase name={} classname={} time=\"{}\"",
-                    xml_attribute(probe.name),
-                    xml_attribute(&classname),
-                    seconds(*took)
-                );
-                let said = message(verdict);
-                let first_line = said.lines().next().unwrap_or_default();
-                let _ = match verdict {
-                    Verdict::Pass => writeln!(out, "    {case}/>"),
-                    Verdict::Fail(..) => writeln!(
-                        out,
-                        "    {case}>\n      <failure message={} type=\"{}\">{}</failure>\n    \
-                         </testcase>",
-                        xml_attribute(first_line),
-                        verdict_word(verdict),
-                        xml_text(&said)
-                    ),
-                    Verdict::Skipped(_) => writeln!(
-                        out,
-                        "    {case}>\n      <skipped message={}/>\n    </testcase>",
-                        xml_attribute(&said)
-                    ),
-                    Verdict::Ahead { .. } | Verdict::ExpectedLimitation { .. } => writeln!(
-                        out,
-                        "    {case}>\n      <system-out>{}: {}</system-out>\n    </testcase>",
-                        verdict_word(verdict),
-                        xml_text(&said)
-                    ),
-                };
-            }
-            let _ = writeln!(out, "  </testsuite>");
         }
     }
     out.push_str("</testsuites>\n");
     out
 }
 
-fn sum(checks: &[(&Checked, Duration)]) -> Duration {
-    checks.iter().map(|(_, took)| *took).sum()
+/// One row's `<testsuite>`: named by the row's words (and the chapter's name, in a run of
+/// several), with the row's short name, the chapter and what the table expects of it as
+/// properties.
+fn testsuite(
+    out: &mut String, chapter: &Chapter, row: &Row, checks: &[(&Checked, Duration)],
+    several_chapters: bool,
+) {
+    let short = row_name(row.capability);
+    let (name, classname) = match several_chapters {
+        true => {
+            (format!("{}: {}", chapter.name, row.description), format!("{}.{short}", chapter.name))
+        }
+        false => (row.description.to_string(), short.clone()),
+    };
+    let expected = match manifest::expectation(row.capability, chapter) {
+        Expect::Yes => "has it",
+        Expect::No(_) => "lacks it",
+    };
+    // The checks ran at the same time, so a row's time is theirs added up.
+    let time = checks.iter().map(|(_, took)| *took).sum();
+    let _ = writeln!(out, "  <testsuite name={} {}>", xml_attribute(&name), tally(checks, time));
+    let _ = writeln!(out, "    <properties>");
+    for (property, value) in
+        [("row", short.as_str()), ("chapter", chapter.name), ("expected", expected)]
+    {
+        let _ =
+            writeln!(out, "      <property name=\"{property}\" value={}/>", xml_attribute(value));
+    }
+    let _ = writeln!(out, "    </properties>");
+    for ((_, probe, verdict), took) in checks {
+        let case = format!(
+            "<testcase name={} classname={} time=\"{}\"",
+            xml_attribute(probe.name),
+            xml_attribute(&classname),
+            seconds(*took)
+        );
+        let said = message(verdict);
+        let word = verdict_word(verdict);
+        let _ = match verdict {
+            Verdict::Pass => writeln!(out, "    {case}/>"),
+            // The message attribute is its first line: a test reporter shows it as a title.
+            Verdict::Fail(..) => writeln!(
+                out,
+                "    {case}>\n      <failure message={} type=\"{word}\">{}</failure>\n    \
+                 </testcase>",
+                xml_attribute(said.lines().next().unwrap_or_default()),
+                xml_text(&said)
+            ),
+            Verdict::Skipped(_) => writeln!(
+                out,
+                "    {case}>\n      <skipped message={}/>\n    </testcase>",
+                xml_attribute(&said)
+            ),
+            Verdict::Ahead { .. } | Verdict::ExpectedLimitation { .. } => writeln!(
+                out,
+                "    {case}>\n      <system-out>{word}: {}</system-out>\n    </testcase>",
+                xml_text(&said)
+            ),
+        };
+    }
+    let _ = writeln!(out, "  </testsuite>");
+}
+
+/// A `<testsuites>`' or `<testsuite>`'s counts, and its `time`.
+fn tally(checks: &[(&Checked, Duration)], time: Duration) -> String {
+    let failures = checks.iter().filter(|((.., v), _)| matches!(v, Verdict::Fail(..))).count();
+    let skipped = checks.iter().filter(|((.., v), _)| matches!(v, Verdict::Skipped(_))).count();
+    format!(
+        "tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"{}\"",
+        checks.len(),
+        seconds(time)
+    )
 }
 
 /// Seconds, to the millisecond: `0.021`.

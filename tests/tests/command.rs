@@ -232,6 +232,25 @@ fn a_gradebook_gets_json_and_junit_xml() {
     let _ = std::fs::remove_file(program);
 }
 
+/// A probe prints what it measured as it goes (for a person, and the book's sessions);
+/// with `--format json` that goes to stderr, and stdout holds the document alone.
+#[test]
+fn what_the_probes_print_stays_out_of_the_document() {
+    let Some(program) = students_program("document") else { return };
+    let args = ["--chapter", "1", "--only", "=descriptor_exhaustion", "--format", "json"];
+    let output = run_suite(&program, &args);
+    let (stdout, stderr) =
+        (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(stderr.contains(": flooded with 200 connections at a limit of "), "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "{stdout}");
+    assert!(lines[0] == "{\"checks\": [" && lines[2] == "],", "{stdout}");
+    assert!(lines[1].contains("\"name\": \"descriptor_exhaustion\""), "{stdout}");
+    assert!(lines[3].starts_with("\"summary\": {"), "{stdout}");
+    let _ = std::fs::remove_file(program);
+}
+
 /// A server the suite did not start: a check that must start its own skips, and a skip is
 /// no pass: exit status 3, unless skips are allowed; a failure still wins.
 #[test]
