@@ -80,7 +80,8 @@ usage: suite [--chapter N] [--command CMD | --addr HOST:PORT] [--only NAMES] [--
                       per check: name, row, verdict, seconds, message; and the summary); or
                       junit (JUnit XML, a testsuite per row: what GitHub Actions' test
                       reporters and Classroom read). Verdicts: pass, ahead, expected,
-                      fail-broken, fail-lacks, fail-exceeds, skipped.
+                      fail-broken, fail-lacks, fail-exceeds, skipped. With json or junit,
+                      what the probes print as they measure goes to stderr.
   --allow-skips       exit 0, not 3, when nothing failed but checks were skipped
   --capability-table  print the capability table (Markdown) for the book
   --flags-table       print the flags a server must accept, by chapter (Markdown)
