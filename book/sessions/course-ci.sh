@@ -9,7 +9,8 @@
 $ cat > /tmp/grade.sh <<'END'
 #!/bin/sh
 # grade.sh STUDENT N: holds the src/ of a student's lab to chapters N-1 and N, and leaves
-# the reports in STUDENT. Run it in the workbook's folder; it exits 0 only if no check fails.
+# the reports in STUDENT. Run it in the workbook's folder; it exits 0 only if no check fails
+# and none is skipped.
 set -u
 work="$(mktemp -d)" && trap 'rm -rf "$work"' EXIT
 lab="$work/lab"

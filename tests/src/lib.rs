@@ -27,6 +27,9 @@
 //!   flags each chapter has), generated for the pages to include.
 //! - [`report`]: the runner's report: a cause shared by many checks said once, at the
 //!   top; one line per check and per row of the capability table; the summary last.
+//! - [`gradebook`]: the same verdicts for a program to read: JSON, and JUnit XML for
+//!   GitHub Actions and Classroom; [`selection`]: which checks a run makes (`--only`,
+//!   `--row`, and a row's short name); [`progress`]: the runner's progress line.
 //! - [`lock`]: what each generated piece of the book (a quoted session, a timeline, the
 //!   benchmark) was made from, so that the book's check can tell a stale one.
 //!
@@ -40,13 +43,16 @@ pub mod chapters;
 pub mod client;
 pub mod facts;
 pub mod flags;
+pub mod gradebook;
 pub mod harness;
 pub mod kernel;
 pub mod lock;
 pub mod manifest;
 pub mod probes;
+pub mod progress;
 pub mod report;
 pub mod resources;
+pub mod selection;
 pub mod server;
 pub mod site;
 pub mod upstream;

@@ -20,6 +20,10 @@
 //! 49 checks: 21 pass, 12 expected limitations, 16 fail, 0 skipped
 //! ```
 //!
+//! A check that was skipped checked nothing, and the summary says why:
+//! `58 checks: 40 pass, 12 expected limitations, 0 fail, 6 skipped (needs to start the
+//! server)`; the runner's exit status is then [`SKIPPED`], not 0.
+//!
 //! (A cause, and a check's line, is one line; they are folded here.) Each line begins with
 //! whose server it is about: the chapter's name for ours, the command (`--command`, in
 //! backquotes) or the address (`--addr`) for a reader's.
@@ -167,18 +171,78 @@ pub fn render(checked: &[Checked], readers: Option<&str>) -> String {
             rows(&mut out, chapter, readers, checked, &causes);
         }
     }
+    let _ = writeln!(out, "\n{}", summary_line(checked));
+    out
+}
+
+/// The report's last line: `N checks: P pass, L expected limitations, F fail, S skipped`,
+/// with why when S is not 0 (see [`skipped_why`]).
+pub fn summary_line(checked: &[Checked]) -> String {
     let count = |wanted: fn(&Verdict) -> bool| checked.iter().filter(|(.., v)| wanted(v)).count();
     let pass = count(|v| matches!(v, Verdict::Pass | Verdict::Ahead { .. }));
     let limited = count(|v| matches!(v, Verdict::ExpectedLimitation { .. }));
     let fail = count(|v| matches!(v, Verdict::Fail(..)));
-    let skipped = count(|v| matches!(v, Verdict::Skipped(_)));
-    let _ = writeln!(
-        out,
-        "\n{}: {pass} pass, {}, {fail} fail, {skipped} skipped",
+    format!(
+        "{}: {pass} pass, {}, {fail} fail, {}",
         plural(checked.len(), "check"),
-        plural(limited, "expected limitation")
-    );
-    out
+        plural(limited, "expected limitation"),
+        skipped_why(checked)
+    )
+}
+
+/// The exit status of a run: [`FAILED`] if a check failed; else [`SKIPPED`] if one was
+/// skipped (it checked nothing, so it is no pass), unless `allow_skips`; else 0.
+pub fn exit_status(checked: &[Checked], allow_skips: bool) -> i32 {
+    let any = |wanted: fn(&Verdict) -> bool| checked.iter().any(|(.., verdict)| wanted(verdict));
+    if any(|verdict| matches!(verdict, Verdict::Fail(..))) {
+        FAILED
+    } else if any(|verdict| matches!(verdict, Verdict::Skipped(_))) && !allow_skips {
+        SKIPPED
+    } else {
+        0
+    }
+}
+
+/// The runner's exit status when a check failed.
+pub const FAILED: i32 = 1;
+/// The runner's exit status when nothing failed but something was skipped.
+pub const SKIPPED: i32 = 3;
+
+/// Why checks were skipped: each reason once, with how many checks it skipped, in the
+/// order they first appear.
+pub fn skip_reasons(checked: &[Checked]) -> Vec<(&str, usize)> {
+    let mut reasons: Vec<(&str, usize)> = Vec::new();
+    for (.., verdict) in checked {
+        let Verdict::Skipped(why) = verdict else { continue };
+        match reasons.iter_mut().find(|(reason, _)| reason == why) {
+            Some((_, count)) => *count += 1,
+            None => reasons.push((why, 1)),
+        }
+    }
+    reasons
+}
+
+/// The summary line's end: `0 skipped`, `3 skipped (needs to start the server)`, or with
+/// several reasons, how many each: `5 skipped (3: needs to start the server; 2: ...)`.
+pub fn skipped_why(checked: &[Checked]) -> String {
+    let skipped = checked.iter().filter(|(.., v)| matches!(v, Verdict::Skipped(_))).count();
+    match skipped {
+        0 => "0 skipped".to_string(),
+        _ => format!("{skipped} skipped ({})", why_skipped(checked)),
+    }
+}
+
+/// Why checks were skipped, in a few words: the one reason, or each with its count
+/// (`3: needs to start the server; 2: ...`).
+pub fn why_skipped(checked: &[Checked]) -> String {
+    match skip_reasons(checked).as_slice() {
+        [(why, _)] => why.to_string(),
+        several => {
+            let each: Vec<String> =
+                several.iter().map(|(why, count)| format!("{count}: {why}")).collect();
+            each.join("; ")
+        }
+    }
 }
 
 /// "1 check", "2 checks".

@@ -332,3 +332,40 @@ fn a_long_command_is_named_by_its_program() {
     assert_eq!(command_column(r#"python3 "/home/ana/my labs/ch4/server.py""#), "`server.py`");
     assert_eq!(command_column(r"/home/ana/my\ labs/ch4/target/release/ana-ch4 -v"), "`ana-ch4`");
 }
+
+fn skipped(name: &str, why: &str) -> Checked {
+    (chapter_1(), probe(name), Verdict::Skipped(why.to_string()))
+}
+
+/// A skip checked nothing: the summary says how many, and why, each reason once.
+#[test]
+fn the_summary_says_why_checks_were_skipped() {
+    let own = "needs to start the server";
+    let one = [passed("hello"), skipped("files", own), skipped("ipv6_host", own)];
+    assert_eq!(
+        summary_line(&one),
+        "3 checks: 1 pass, 0 expected limitations, 0 fail, 2 skipped (needs to start the server)"
+    );
+    let two = [skipped("files", own), skipped("ipv6_host", "no IPv6"), skipped("echo", own)];
+    assert_eq!(
+        render(&two, None).lines().last(),
+        Some(
+            "3 checks: 0 pass, 0 expected limitations, 0 fail, 3 skipped (2: needs to start the \
+             server; 1: no IPv6)"
+        )
+    );
+    assert_eq!(skip_reasons(&two), [(own, 2), ("no IPv6", 1)]);
+}
+
+/// A failure wins over a skip, and a skip over a pass, unless skips are allowed.
+#[test]
+fn a_skip_is_never_a_pass() {
+    let own = "needs to start the server";
+    assert_eq!(exit_status(&[passed("hello")], false), 0);
+    assert_eq!(exit_status(&[passed("hello"), skipped("files", own)], false), SKIPPED);
+    assert_eq!(exit_status(&[passed("hello"), skipped("files", own)], true), 0);
+    let both = [skipped("files", own), broken("echo", "POST /echo: expected 200, got 500")];
+    assert_eq!(exit_status(&both, false), FAILED);
+    assert_eq!(exit_status(&both, true), FAILED);
+    assert_eq!((FAILED, SKIPPED), (1, 3));
+}

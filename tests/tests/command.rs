@@ -1,7 +1,8 @@
 //! The runner's `--command` from the outside, as a course would use it: a server the suite
 //! did not build (a copy of chapter 1's program, in a folder whose name has a space; a
 //! student's server in Python), run through the shell, judged, and summed up in the report
-//! and the exit status.
+//! (or the JSON and JUnit XML of a gradebook) and the exit status: 1 for a failure, 3 for
+//! a skip, 0 for neither.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -10,7 +11,8 @@ use std::time::{Duration, Instant};
 use suite::chapters::{self, workspace_root};
 use suite::harness::print_uncaptured;
 use suite::manifest::MANIFEST;
-use suite::probes::PROBES;
+use suite::probes::{NEEDS_OWN_SERVER, NO_IO_URING, PROBES};
+use suite::server::{Options, Program, Server};
 
 /// Chapter 1's program, built as tests/suite.rs builds it, copied where the suite has
 /// never seen it, for the test `test`. `None` (and the test says so) while chapter 1 does
@@ -142,8 +144,13 @@ fn a_students_python_server_is_graded_in_under_a_minute() {
     let lines: Vec<&str> = stdout.lines().collect();
     let summary = lines.last().copied().unwrap_or_default();
     assert!(summary.starts_with(&format!("{} checks: ", PROBES.len())), "{stdout}");
-    let failed = !summary.contains(" 0 fail,");
-    assert_eq!(output.status.code(), Some(i32::from(failed)), "{summary}");
+    // 1 if a check failed; else 3 if one was skipped (where this machine has no IPv6, say).
+    let status = match (summary.contains(" 0 fail,"), summary.ends_with(" 0 skipped")) {
+        (false, _) => 1,
+        (true, false) => 3,
+        (true, true) => 0,
+    };
+    assert_eq!(output.status.code(), Some(status), "{summary}");
     // What it names itself is its own business.
     assert!(!stdout.contains("Server header"), "{stdout}");
     // Every check's line begins with the command, and none with the chapter's name.
@@ -191,4 +198,110 @@ fn command_that_cannot_start_is_one_line_and_exit_1() {
     assert_eq!(output.status.code(), Some(1), "{output:?}");
     assert!(stdout.contains("no-such-server-anywhere"), "{stdout}");
     assert!(stdout.contains("0 checks"), "{stdout}");
+}
+
+/// `--format json` and `--format junit`: the same grading, for a gradebook, on stdout and
+/// nothing else there; and no progress line on a stderr that is not a terminal.
+#[test]
+fn a_gradebook_gets_json_and_junit_xml() {
+    let Some(program) = students_program("gradebook") else { return };
+    let args = ["--chapter", "3", "--only", "=keep_alive,hello", "--format"];
+    let json = run_suite(&program, &[&args[..], &["json"]].concat());
+    let stdout = String::from_utf8_lossy(&json.stdout);
+    assert_eq!(json.status.code(), Some(1), "{json:?}");
+    assert!(stdout.starts_with("{\"checks\": [\n") && stdout.ends_with("}}\n"), "{stdout}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[1].contains("\"name\": \"hello\", \"row\": \"routes, HEAD, "), "{stdout}");
+    assert!(lines[1].contains("\"verdict\": \"pass\""), "{stdout}");
+    assert!(lines[2].contains("\"name\": \"keep_alive\", \"row\": \"keep-alive and "), "{stdout}");
+    assert!(lines[2].contains("\"verdict\": \"fail-lacks\""), "{stdout}");
+    assert!(stdout.contains("\"exit_status\": 1"), "{stdout}");
+    let stderr = String::from_utf8_lossy(&json.stderr);
+    assert!(!stderr.contains('\r') && !stderr.contains("[1/2]"), "a progress line: {stderr}");
+
+    let junit = run_suite(&program, &[&args[..], &["junit"]].concat());
+    let stdout = String::from_utf8_lossy(&junit.stdout);
+    assert_eq!(junit.status.code(), Some(1), "{junit:?}");
+    assert!(stdout.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites "));
+    assert!(
+        stdout.contains("<testsuite name=\"keep-alive and pipelining\" tests=\"1\" failures=\"1\"")
+    );
+    assert!(stdout.contains("<testcase name=\"hello\" classname=\"basics\""), "{stdout}");
+    assert!(stdout.contains("<failure message=\"held to ch03-event-loop, it should have"));
+    assert!(stdout.ends_with("</testsuites>\n"), "{stdout}");
+    let _ = std::fs::remove_file(program);
+}
+
+/// A probe prints what it measured as it goes (for a person, and the book's sessions);
+/// with `--format json` that goes to stderr, and stdout holds the document alone.
+#[test]
+fn what_the_probes_print_stays_out_of_the_document() {
+    let Some(program) = students_program("document") else { return };
+    let args = ["--chapter", "1", "--only", "=descriptor_exhaustion", "--format", "json"];
+    let output = run_suite(&program, &args);
+    let (stdout, stderr) =
+        (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(stderr.contains(": flooded with 200 connections at a limit of "), "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "{stdout}");
+    assert!(lines[0] == "{\"checks\": [" && lines[2] == "],", "{stdout}");
+    assert!(lines[1].contains("\"name\": \"descriptor_exhaustion\""), "{stdout}");
+    assert!(lines[3].starts_with("\"summary\": {"), "{stdout}");
+    let _ = std::fs::remove_file(program);
+}
+
+/// A server the suite did not start: a check that must start its own skips, and a skip is
+/// no pass: exit status 3, unless skips are allowed; a failure still wins.
+#[test]
+fn a_skip_is_never_a_pass() {
+    let Some(program) = students_program("skip") else { return };
+    let chapter = chapters::chapter(1).expect("chapter 1");
+    let server = Server::start(chapter, &Program::Binary(program.clone()), &Options::default())
+        .expect("chapter 1's program starts");
+    let address = server.address.to_string();
+    let addr = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_suite"))
+            .args(["--addr", &address])
+            .args(args)
+            .output()
+            .expect("the suite runs")
+    };
+    let skipped = addr(&["--chapter", "1", "--only", "=hello,=files"]);
+    let stdout = String::from_utf8_lossy(&skipped.stdout);
+    assert_eq!(skipped.status.code(), Some(3), "{skipped:?}");
+    let summary =
+        format!("2 checks: 1 pass, 0 expected limitations, 0 fail, 1 skipped ({NEEDS_OWN_SERVER})");
+    assert_eq!(stdout.lines().last(), Some(summary.as_str()), "{stdout}");
+    let stderr = String::from_utf8_lossy(&skipped.stderr);
+    assert!(stderr.contains("suite: exit status 3: 1 of 2 checks skipped"), "{stderr}");
+
+    let allowed = addr(&["--chapter", "1", "--only", "=hello,=files", "--allow-skips"]);
+    assert_eq!(allowed.status.code(), Some(0), "{allowed:?}");
+    let failed = addr(&["--chapter", "3", "--only", "=keep_alive,=files"]);
+    assert_eq!(failed.status.code(), Some(1), "{failed:?}");
+    drop(server);
+    let _ = std::fs::remove_file(program);
+}
+
+/// A server that says io_uring is not available here (as chapters 10 and 11 do in a
+/// container that forbids it) cannot be checked: every check skips, saying so, and the
+/// exit status is 3, not a pass.
+#[test]
+fn a_server_without_io_uring_is_skipped_loudly() {
+    let script = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("no-io-uring-{}.sh", std::process::id()));
+    let text = "#!/bin/sh\necho 'io_uring is not available: forbidden (simulated)' >&2\nexit 1\n";
+    std::fs::write(&script, text).expect("the script");
+    let chmod = Command::new("chmod").arg("+x").arg(&script).status().expect("chmod runs");
+    assert!(chmod.success());
+    let output = run_suite(&script, &["--chapter", "10", "--only", "=hello,=echo"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    let summary =
+        format!("2 checks: 0 pass, 0 expected limitations, 0 fail, 2 skipped ({NO_IO_URING})");
+    assert_eq!(stdout.lines().last(), Some(summary.as_str()), "{stdout}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("every check was skipped, so nothing was checked"), "{stderr}");
+    let _ = std::fs::remove_file(script);
 }

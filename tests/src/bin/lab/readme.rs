@@ -263,8 +263,8 @@ pub fn readme(lab: &Lab) -> String {
              chapter {before}: it passes as made, and must go on passing, so that nothing \
              chapter {before} could do is lost. Each report ends with its summary line, `N \
              checks: P pass, L expected limitations, F fail, S skipped`, and the exit status \
-             is 0 only when no check fails. To run some checks alone, add `--only NAME`: the \
-             checks whose name contains NAME."
+             is 0 only when no check fails and none is skipped (1 for a failure, 3 for a skip). \
+             To run some checks alone, add `--only NAME`: the checks whose name contains NAME."
         ),
         "",
         "",
@@ -384,7 +384,8 @@ pub fn sketch_readme(lab: &SketchLab) -> String {
         &format!(
             "The first runs the checks of sketch {n}: {first}. The second runs sketch \
              {before}'s own checks: they pass as made, and must go on passing. Each report \
-             ends with its summary line, and the exit status is 0 only when no check fails."
+             ends with its summary line, and the exit status is 0 only when no check fails \
+             and none is skipped."
         ),
         "",
         "",
