@@ -1,7 +1,7 @@
 //! Chapter 9's idea: chapter 8's loop, once per core. Each of `--threads N` threads runs one
 //! (its executor and reactor are thread-locals already) with a listener of its own on the one
 //! port (`SO_REUSEPORT`), and the kernel hands each new client to one of them. The loops share
-//! only what `/stats` shows. Left out, and where `chapters/09-multicore/src/` has it:
+//! only what `/stats` shows. Left out: sketch 8's list, and, in `chapters/09-multicore/src/`:
 //! - `/sleep` (501 here; sketch 8 has it): `time.rs`; a port in use, padded counters: `main.rs`
 
 use std::sync::{atomic::AtomicBool, atomic::AtomicU64, atomic::Ordering::Relaxed, Arc, OnceLock};
