@@ -53,7 +53,7 @@ sketches! {
     sketch_5: 5 [sleep_elsewhere, answers_as_ready],
     sketch_6: 6 [slow_disk, big_download_memory],
     sketch_7: 7 [ten_thousand_idle_slowdown],
-    sketch_8: 8 [sleep_elsewhere, slow_upstream, answers_as_ready],
+    sketch_8: 8 [sleep_elsewhere, answers_as_ready],
     sketch_9: 9 [spread_over_loops],
     sketch_10: 10 [keep_alive, pipelining],
     sketch_11: 11 [keep_alive, pipelining],

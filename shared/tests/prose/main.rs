@@ -139,14 +139,14 @@ fn a_file_named_beside_a_name_is_found() {
 }
 
 /// The code a page writes itself, which its prose may name: its Rust blocks and those of
-/// its other half (a chapter's page and its answers), and the spans that are code
+/// its other halves (a chapter's pages and its answers), and the spans that are code
 /// (`fn size_of_return<A, B, F>(...)`, `if request.path == "/panic" { panic!("boom") }`).
 fn own_code(page: &pages::Page) -> String {
     let mut sources = vec![page.path.clone()];
     if let Some(number) = page.chapter {
         let src = repository().join("book/src");
         sources.push(src.join(format!("answers/ch{number:02}.md")));
-        sources.extend(pages::chapter_page(number));
+        sources.extend(pages::chapter_pages(number));
     }
     sources.sort();
     sources.dedup();

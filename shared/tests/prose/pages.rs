@@ -70,10 +70,10 @@ impl Page {
     }
 }
 
-/// The pages whose prose is held to the code: every chapter's page (`chNN-*.md`) and its
-/// answers (`answers/chNN.md`), and the pages about all of them. A chapter's page speaks
-/// of that chapter, the one before and the one after, `shared` and the suite; the others of
-/// every chapter.
+/// The pages whose prose is held to the code: every chapter's page (`chNN-*.md`; a
+/// chapter may have more than one, as chapter 8 has) and its answers (`answers/chNN.md`,
+/// once), and the pages about all of them. A chapter's page speaks of that chapter, the one
+/// before and the one after, `shared` and the suite; the others of every chapter.
 pub fn checked_pages() -> Vec<Page> {
     const ABOUT_ALL: &[&str] = &["hostile-clients.md", "shared.md", "course.md", "your-server.md"];
     let src = repository().join("book/src");
@@ -110,7 +110,8 @@ pub fn checked_pages() -> Vec<Page> {
                 scope: scope_of(Some(number)),
             });
             let answers = src.join(format!("answers/ch{number:02}.md"));
-            if answers.is_file() {
+            let listed = pages.iter().any(|page: &Page| page.path == answers);
+            if answers.is_file() && !listed {
                 pages.push(Page {
                     path: answers,
                     chapter: Some(number),
@@ -124,16 +125,24 @@ pub fn checked_pages() -> Vec<Page> {
     pages
 }
 
-/// The page of chapter `number`, `book/src/chNN-*.md`.
-pub fn chapter_page(number: u32) -> Option<PathBuf> {
+/// The pages of chapter `number`, `book/src/chNN-*.md`: one, or more for a chapter that
+/// takes more than one sitting (chapter 8's `ch08-async.md` and `ch08-reactor.md`).
+pub fn chapter_pages(number: u32) -> Vec<PathBuf> {
     let src = repository().join("book/src");
     let prefix = format!("ch{number:02}-");
-    fs::read_dir(&src).ok()?.flatten().map(|entry| entry.path()).find(|path| {
-        path.file_name().is_some_and(|name| {
-            let name = name.to_string_lossy();
-            name.starts_with(&prefix) && name.ends_with(".md")
+    let Ok(entries) = fs::read_dir(&src) else { return Vec::new() };
+    let mut found: Vec<PathBuf> = entries
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.file_name().is_some_and(|name| {
+                let name = name.to_string_lossy();
+                name.starts_with(&prefix) && name.ends_with(".md")
+            })
         })
-    })
+        .collect();
+    found.sort();
+    found
 }
 
 /// One code span of a page: `` `text` ``.
