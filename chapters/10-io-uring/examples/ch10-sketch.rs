@@ -128,7 +128,7 @@ impl Connection {
 /// Does what the application asks for `request`, here and now: a `/sleep` holds up everyone.
 fn perform(request: &shared::http::Request, config: &Config) -> Response {
     let Config { chapter, upstream, ref root, fs_delay, .. } = *config;
-    match app::handle(request, &app::Context { chapter, upstream, stats: <_>::default() }) {
+    match app::handle(request, &app::Context { chapter, upstream, stats: Default::default() }) {
         Action::Respond(response) => response,
         Action::Sleep { ms } => {
             thread::sleep(Duration::from_millis(ms));

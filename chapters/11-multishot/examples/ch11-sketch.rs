@@ -40,7 +40,7 @@ fn main() -> io::Result<()> {
     let config = Config::from_args("ch11-sketch", &[]);
     let mut ring = Ring::new(256, 4096)?; // room for 256 entries, and 4,096 completions
     let listener = listener::listen(&config, false);
-    let provided = Provided { entries: [<_>::default(); 256], buffers: [[0; 4096]; 256] };
+    let provided = Provided { entries: [Default::default(); 256], buffers: [[0; 4096]; 256] };
     let provided = Box::into_raw(Box::new(provided)); // never freed; used by raw pointer only
     (0..256).for_each(|id| give_back(provided, id));
     // SAFETY: page-aligned, and never moved nor freed. Group 0: the receives name it.
@@ -95,7 +95,7 @@ impl Connection {
     ) -> bool {
         if done.flags & IORING_CQE_F_BUFFER != 0 {
             let (id, len) = (done.flags as usize >> IORING_CQE_BUFFER_SHIFT, done.res as usize);
-            // SAFETY: the kernel wrote buffer `id`, and writes there no more until it is back.
+            // SAFETY: buffer `id` alone: the kernel wrote it, and no more until it is back.
             self.received.extend_from_slice(unsafe { &(&(*provided).buffers[id])[..len] });
             give_back(provided, id as u16); // a buffer comes to us once, and goes back once
         }
@@ -151,7 +151,7 @@ impl Connection {
 /// Does what the application asks for `request`, here and now: a `/sleep` holds up everyone.
 fn perform(request: &shared::http::Request, config: &Config) -> Response {
     let Config { chapter, upstream, ref root, fs_delay, .. } = *config;
-    match app::handle(request, &app::Context { chapter, upstream, stats: <_>::default() }) {
+    match app::handle(request, &app::Context { chapter, upstream, stats: Default::default() }) {
         Action::Respond(response) => response,
         Action::Sleep { ms } => {
             thread::sleep(Duration::from_millis(ms));
