@@ -2,6 +2,7 @@
 //! for its whole life, and completes whenever bytes come, into a buffer the kernel picks then
 //! from a ring we provide: an idle client holds none. One multishot accept brings every client.
 //! An entry whose completion lacks `IORING_CQE_F_MORE` has ended: only then do we arm it again.
+//!
 //! Left out (with all that sketch 10 leaves out), and where `chapters/11-multishot/src/` has it:
 //! - pausing a client that reads no answers: `proactor.rs`; with no buffer left, a `recv`: `net.rs`
 //! - sends that try first, a slab of slots: `net.rs`, `proactor.rs`; downloads by `splice`: `fs.rs`
@@ -23,7 +24,7 @@ const RECEIVE: u64 = 1 << 32; // above the descriptor: the connection's receive,
 /// The buffer ring (a page of entries, which we write and the kernel takes), and 256 buffers.
 #[repr(C, align(4096))]
 struct Provided {
-    entries: [io_uring_buf; 256], // the kernel takes them at the head; we add at the tail
+    ring: [io_uring_buf; 256], // entries: the kernel takes them at the head; we add at the tail
     buffers: [[u8; 4096]; 256],
 }
 
@@ -40,11 +41,11 @@ fn main() -> io::Result<()> {
     let config = Config::from_args("ch11-sketch", &[]);
     let mut ring = Ring::new(256, 4096)?; // room for 256 entries, and 4,096 completions
     let listener = listener::listen(&config, false);
-    let provided = Provided { entries: [Default::default(); 256], buffers: [[0; 4096]; 256] };
+    let provided = Provided { ring: [Default::default(); 256], buffers: [[0; 4096]; 256] };
     let provided = Box::into_raw(Box::new(provided)); // never freed; used by raw pointer only
     (0..256).for_each(|id| give_back(provided, id));
     // SAFETY: page-aligned, and never moved nor freed. Group 0: the receives name it.
-    unsafe { ring.register_buffers(&raw mut (*provided).entries, 0)? };
+    unsafe { ring.register_buffers(&raw mut (*provided).ring, 0)? };
     let accept = io_uring_sqe::multishot_accept(listener.as_raw_fd(), 0);
     let (mut connections, mut completed, mut accepting) = (BTreeMap::new(), Vec::new(), false);
     loop {
@@ -80,12 +81,11 @@ unsafe fn submit(ring: &mut Ring, entry: io_uring_sqe, user_data: u64) {
 }
 
 /// Hands buffer `id` (back) to the kernel, at the tail of the buffer ring.
-fn give_back(provided: *mut Provided, id: u16) {
+fn give_back(provided: *mut Provided, id: usize) {
     // SAFETY: the ring stays put, for good; buffer `id` is ours to lend (again).
     unsafe {
-        let buffer = &raw mut (*provided).buffers[usize::from(id)];
-        provide_buffer(&raw mut (*provided).entries, buffer, id);
-    }
+        provide_buffer(&raw mut (*provided).ring, &raw mut (*provided).buffers[id], id as u16)
+    };
 }
 
 impl Connection {
@@ -97,7 +97,7 @@ impl Connection {
             let (id, len) = (done.flags as usize >> IORING_CQE_BUFFER_SHIFT, done.res as usize);
             // SAFETY: buffer `id` alone: the kernel wrote it, and no more until it is back.
             self.received.extend_from_slice(unsafe { &(&(*provided).buffers[id])[..len] });
-            give_back(provided, id as u16); // a buffer comes to us once, and goes back once
+            give_back(provided, id); // a buffer comes to us once, and goes back once
         }
         if done.user_data & RECEIVE == 0 {
             self.closing |= done.res < 0; // the client left (`EPIPE`, say): all answers go
