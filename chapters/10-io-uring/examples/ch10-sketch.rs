@@ -11,152 +11,130 @@
 //! - operations as futures that tasks await, and their cancels: `proactor.rs`, `Op`
 //! - an idle client's receive holds 16 KiB: `net.rs` polls first (chapter 11 holds none)
 //! - timeouts, a timer linked to each operation: `proactor.rs`, `submit`
-//! - `/sleep`, files, `/upstream/`, which here hold up everyone: `time.rs`, `fs.rs`, `upstream.rs`
+//! - `/upstream/` (501 here): `upstream.rs`; files, `/sleep` holding up no one: `fs.rs`, `time.rs`
 //! - lingering close (`connection.rs`); signals, shutdown, `EMFILE` (a spin here), loops: `main.rs`
 
-#[cfg(target_os = "linux")]
 #[allow(dead_code)] // the chapter's ring has kinds of entry the sketch does not use
 #[path = "../src/ring.rs"]
 mod ring;
 
-#[cfg(not(target_os = "linux"))]
-fn main() {
-    eprintln!("this sketch shows Linux's io_uring");
-    std::process::exit(2);
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::{collections::BTreeMap, io, net::TcpStream, thread, time::Duration};
+
+use ring::*; // the chapter's own: the rings we share with the kernel, their entries, its constants
+use shared::http::{date, parse, response::write_response, response::Framing, Parse, Response};
+use shared::{app, app::Action, args::Config, buffer::Buffer, files, listener};
+
+const LISTENER: u64 = u64::MAX; // the accept's `user_data`; a connection's is its descriptor
+
+struct Connection {
+    stream: TcpStream, // its descriptor is reused only once it is closed
+    received: Vec<u8>, // not yet answered; a receive writes into the room past the end
+    out: Buffer,       // answers not yet sent: while there are, a send reads them
+    closing: bool,     // the last answer is in `out`
 }
 
-#[cfg(target_os = "linux")]
-use completion_loop::main; // the program starts there (`use` may bring in `main`)
-
-#[cfg(target_os = "linux")]
-mod completion_loop {
-    use std::os::fd::{AsRawFd, FromRawFd};
-    use std::{collections::BTreeMap, net::TcpStream, thread, time::Duration};
-
-    use shared::app::{self, Action, Context, Stats};
-    use shared::http::{date, parse, response::write_response, response::Framing, Parse, Response};
-    use shared::{args::Config, buffer::Buffer, files, listener, log, upstream};
-
-    use crate::ring::*; // the entries, the completions, and the header's constants
-
-    const LISTENER: u64 = u64::MAX; // the accept's `user_data`: no connection's
-    const MISUSED: &str = "the ring's own calls fail only if we misuse it";
-
-    struct Connection {
-        stream: TcpStream, // its descriptor is reused only once it is closed
-        received: Vec<u8>, // not yet answered; a receive writes into the room past the end
-        out: Buffer,       // answers not yet sent: while there are, a send reads them
-        closing: bool,     // the last answer is in `out`
-    }
-
-    pub fn main() {
-        let config = Config::from_args("ch10-sketch", &[]);
-        // 256 entries at a time; completions past 4,096 wait in the kernel (see `Ring::reap`).
-        let mut ring = Ring::new(256, 4096).unwrap_or_else(|error| {
-            log!("ch10-sketch: cannot start a ring: {error}"); // one line, as chapter 10 says it
-            std::process::exit(1);
-        });
-        let listener = listener::listen(&config, false);
-        let accept = io_uring_sqe::accept(listener.as_raw_fd(), 0);
-        // SAFETY: an accept points at no memory of ours: we ask for no address.
-        unsafe { submit(&mut ring, accept, LISTENER) };
-        let (mut connections, mut completed) = (BTreeMap::new(), Vec::new());
-        loop {
-            // The loop's one system call: submits every entry queued, waits for a completion.
-            ring.submit_and_wait(None).expect(MISUSED);
-            ring.reap(|completion| completed.push(completion)).expect(MISUSED);
-            for done in completed.drain(..) {
-                if done.user_data == LISTENER {
-                    // SAFETY: as the first.
-                    unsafe { submit(&mut ring, accept, LISTENER) };
-                    // `res`: the client's new descriptor, or `-errno` (it reset before we took it).
-                    let Ok(fd) = u64::try_from(done.res) else { continue };
-                    // SAFETY: a descriptor the kernel has just made, for us alone.
-                    let stream = unsafe { TcpStream::from_raw_fd(done.res) };
-                    let new =
-                        Connection { stream, received: vec![], out: Buffer::new(), closing: false };
-                    connections.entry(fd).or_insert(new).submit_next(&mut ring);
-                } else if let Some(connection) = connections.get_mut(&done.user_data) {
-                    if !connection.on_completion(done.res, &mut ring, &config) {
-                        connections.remove(&done.user_data); // closed: nothing of it in the ring
-                    }
+fn main() -> io::Result<()> {
+    shared::system::needs_linux(10, "io_uring"); // elsewhere: one line, and exit status 2
+    let config = Config::from_args("ch10-sketch", &[]);
+    let mut ring = Ring::new(256, 4096)?; // room for 256 entries, and 4,096 completions
+    let listener = listener::listen(&config, false);
+    let accept = io_uring_sqe::accept(listener.as_raw_fd(), 0);
+    let (mut connections, mut completed, mut accepting) = (BTreeMap::new(), Vec::new(), false);
+    loop {
+        if !accepting {
+            // SAFETY: an accept points at no memory of ours: we ask for no address.
+            unsafe { submit(&mut ring, accept, LISTENER) };
+            accepting = true;
+        }
+        ring.submit_and_wait(None)?; // the loop's one system call: submits all, waits for one
+        ring.reap(|completion| completed.push(completion))?;
+        for done in completed.drain(..) {
+            if done.user_data == LISTENER {
+                accepting = false; // one accept, one client: the next turn asks for the next
+                let Ok(fd) = u32::try_from(done.res) else { continue };
+                // SAFETY: a descriptor just made, for us alone (else `res` is `-errno`: it reset).
+                let stream = unsafe { TcpStream::from_raw_fd(done.res) };
+                let new =
+                    Connection { stream, received: vec![], out: Buffer::new(), closing: false };
+                connections.entry(fd).or_insert(new).submit_next(&mut ring);
+            } else if let Some(connection) = connections.get_mut(&(done.user_data as u32)) {
+                if !connection.on_completion(done, &mut ring, &config) {
+                    connections.remove(&(done.user_data as u32)); // nothing of it in the ring
                 }
             }
         }
     }
+}
 
-    /// Queues `entry`. Unsafe: what it points to must stay put until its completion (`push`).
-    unsafe fn submit(ring: &mut Ring, entry: io_uring_sqe, user_data: u64) {
-        // SAFETY: the caller's promise.
-        unsafe { ring.push(&[io_uring_sqe { user_data, ..entry }]) }.expect(MISUSED);
+/// Queues `entry` with `user_data`. Unsafe: what it points to must stay put till it completes.
+unsafe fn submit(ring: &mut Ring, entry: io_uring_sqe, user_data: u64) {
+    // SAFETY: the caller's promise.
+    unsafe { ring.push(&[io_uring_sqe { user_data, ..entry }]) }.expect("room for one more");
+}
+
+impl Connection {
+    /// Its operation completed: a send if answers waited, else a receive.
+    fn on_completion(&mut self, done: io_uring_cqe, ring: &mut Ring, config: &Config) -> bool {
+        if done.res <= 0 {
+            return false; // the client left: 0 is a close, `-errno` a reset (`EPIPE`: no signal)
+        } else if !self.out.is_empty() {
+            self.out.consume(done.res as usize); // all of it, or a part: the rest goes next
+        } else {
+            // SAFETY: the kernel wrote `res` bytes into the room past the end.
+            unsafe { self.received.set_len(self.received.len() + done.res as usize) };
+        }
+        self.answer(config); // nothing of it is in the ring: `out` may grow
+        self.submit_next(ring)
     }
 
-    impl Connection {
-        /// Its operation completed with `res` (a receive if no answer waited, else a send).
-        fn on_completion(&mut self, res: i32, ring: &mut Ring, config: &Config) -> bool {
-            if res <= 0 {
-                return false; // the client left: 0 is a close, `-errno` a reset
-            } else if self.out.is_empty() {
-                // SAFETY: the kernel wrote `res` bytes into the room past the end.
-                unsafe { self.received.set_len(self.received.len() + res as usize) };
-            } else {
-                self.out.consume(res as usize); // all of it, or a part: the rest goes next
-            }
-            self.answer(config); // nothing of it is in the ring: `out` may grow
-            self.submit_next(ring)
-        }
-
-        /// Answers every whole request received, in order, into `out`.
-        fn answer(&mut self, config: &Config) {
-            let (chapter, upstream) = (config.chapter, config.upstream);
-            let context = Context { chapter, upstream, stats: Stats::default() };
-            while !self.closing {
-                let (response, mut framing, consumed) = match parse(&self.received) {
-                    Parse::Complete { request, consumed } => {
-                        let response = match app::handle(&request, &context) {
-                            Action::Respond(response) => response,
-                            Action::Sleep { ms } => {
-                                thread::sleep(Duration::from_millis(ms));
-                                app::slept(ms)
-                            }
-                            Action::ReadFile { path } => files::response(
-                                &path,
-                                files::load(&config.root, &path, config.fs_delay),
-                            ),
-                            Action::Upstream { address, path_and_query } => {
-                                upstream::fetch_blocking(address, &path_and_query)
-                            }
-                        };
-                        (response, Framing::for_request(&request), consumed)
-                    }
-                    // After a framing error we cannot tell where a next request would begin.
-                    Parse::Invalid(error) => {
-                        (Response::from_parse_error(error), Framing::CLOSE, self.received.len())
-                    }
-                    Parse::Incomplete => return,
-                };
-                self.received.drain(..consumed);
-                framing.keep_alive &= !response.close;
-                write_response(&mut self.out, &response, &framing, config.chapter, &date::now());
-                self.closing = !framing.keep_alive;
-            }
-        }
-
-        /// Submits its next operation. `false`: it is closed, with nothing in the ring.
-        fn submit_next(&mut self, ring: &mut Ring) -> bool {
-            let (fd, out) = (self.stream.as_raw_fd(), &self.out);
-            let entry = if !out.is_empty() {
-                io_uring_sqe::send(fd, out, nix::libc::MSG_NOSIGNAL) // gone: `-EPIPE`, no signal
-            } else if self.closing {
-                return false;
-            } else {
-                self.received.reserve(16 * 1024);
-                let room = self.received.spare_capacity_mut();
-                io_uring_sqe::recv(fd, room, 0)
+    /// Answers every whole request received, in order, into `out`.
+    fn answer(&mut self, config: &Config) {
+        while !self.closing {
+            let (response, framing, consumed) = match parse(&self.received) {
+                Parse::Complete { request, consumed } => {
+                    (perform(&request, config), Framing::for_request(&request), consumed)
+                }
+                // After a bad request, where a next one would begin is unknown: answer, and close.
+                Parse::Invalid(error) => (Response::from_parse_error(error), Framing::CLOSE, 0),
+                Parse::Incomplete => return,
             };
-            // SAFETY: the answers or the room: heap memory, put and untouched until the completion.
-            unsafe { submit(ring, entry, fd as u64) };
-            true
+            self.received.drain(..consumed);
+            write_response(&mut self.out, &response, &framing, config.chapter, &date::now());
+            self.closing = !framing.keep_alive;
         }
+    }
+
+    /// Submits its next operation. `false`: it is closed, with nothing in the ring.
+    fn submit_next(&mut self, ring: &mut Ring) -> bool {
+        let fd = self.stream.as_raw_fd();
+        if !self.out.is_empty() {
+            // SAFETY: the answers, in the heap, stay put and untouched until the completion.
+            unsafe { submit(ring, io_uring_sqe::send(fd, &self.out, 0), fd as u64) };
+        } else if self.closing {
+            return false;
+        } else {
+            // Into the room past `received`'s end: spare capacity, memory not written yet
+            // (`MaybeUninit`), which the kernel fills and `on_completion` then counts in.
+            self.received.reserve(16 * 1024);
+            let room = self.received.spare_capacity_mut();
+            // SAFETY: as the answers: the room past the end.
+            unsafe { submit(ring, io_uring_sqe::recv(fd, room, 0), fd as u64) };
+        }
+        true
+    }
+}
+
+/// Does what the application asks for `request`, here and now: a `/sleep` holds up everyone.
+fn perform(request: &shared::http::Request, config: &Config) -> Response {
+    let Config { chapter, upstream, ref root, fs_delay, .. } = *config;
+    match app::handle(request, &app::Context { chapter, upstream, stats: Default::default() }) {
+        Action::Respond(response) => response,
+        Action::Sleep { ms } => {
+            thread::sleep(Duration::from_millis(ms));
+            app::slept(ms)
+        }
+        Action::ReadFile { path } => files::response(&path, files::load(root, &path, fs_delay)),
+        _ => Response::error(501, "/upstream/: see the chapter, not its sketch"),
     }
 }

@@ -202,7 +202,7 @@ fn next<T>(op: &mut Op<T>) -> Option<Completion> {
 
 /// How far the kernel has been handed buffers (the ring's tail, ours to move).
 fn handed_over() -> u16 {
-    with(|proactor| proactor.buffers.tail)
+    with(|proactor| proactor.buffers.tail())
 }
 
 #[test]

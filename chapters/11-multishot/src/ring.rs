@@ -52,6 +52,26 @@ pub struct io_uring_cqe {
     pub flags: u32,
 }
 
+/// New: an entry of a provided-buffer ring (`buffers.rs`); the first's `resv` is its tail.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct io_uring_buf {
+    pub addr: u64,
+    pub len: u32,
+    pub bid: u16, // the buffer's id, which a completion names
+    pub resv: u16,
+}
+
+/// New: what `IORING_REGISTER_PBUF_RING` is given.
+#[repr(C)]
+struct io_uring_buf_reg {
+    ring_addr: u64,
+    ring_entries: u32,
+    bgid: u16, // the group's id, which a receive names (`buf_group`)
+    flags: u16,
+    resv: [u64; 3],
+}
+
 /// Where, in the shared memory, each field of the rings is: byte offsets the kernel tells.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
@@ -121,6 +141,7 @@ impl From<Duration> for __kernel_timespec {
 const _: () = assert!(size_of::<io_uring_sqe>() == 64 && size_of::<io_uring_cqe>() == 16);
 const _: () =
     assert!(size_of::<io_uring_params>() == 120 && size_of::<io_uring_getevents_arg>() == 24);
+const _: () = assert!(size_of::<io_uring_buf>() == 16 && size_of::<io_uring_buf_reg>() == 40);
 
 pub const IORING_OP_POLL_ADD: u8 = 6;
 pub const IORING_OP_ACCEPT: u8 = 13;
@@ -137,7 +158,7 @@ pub const IORING_RECV_MULTISHOT: u16 = 1 << 1; // new, in `ioprio`: receive agai
 pub const IORING_CQE_F_BUFFER: u32 = 1 << 0; // new: the completion carries a buffer's id
 pub const IORING_CQE_F_MORE: u32 = 1 << 1; // new: the entry will complete again
 pub const IORING_CQE_BUFFER_SHIFT: u32 = 16; // where in the flags that id is
-pub const IORING_REGISTER_PBUF_RING: u32 = 22;
+const IORING_REGISTER_PBUF_RING: u32 = 22;
 const IORING_SETUP_CQSIZE: u32 = 1 << 3;
 const IORING_SETUP_SINGLE_ISSUER: u32 = 1 << 12;
 const IORING_SETUP_DEFER_TASKRUN: u32 = 1 << 13;
@@ -308,16 +329,18 @@ impl Ring {
         }
     }
 
-    /// New: `io_uring_register`, which chapter 11 needs for its provided buffers (`buffers.rs`).
+    /// New: registers a provided-buffer ring (`buffers.rs`) as buffer group `bgid`.
     ///
     /// # Safety
-    /// `arg` is what `opcode` expects; what it points to lives as long as the kernel uses it.
-    pub unsafe fn register<T>(&self, opcode: u32, arg: &T) -> io::Result<()> {
-        let [fd, opcode, count] = [self.fd.as_raw_fd() as u32, opcode, 1].map(c_long::from);
-        let arg = &raw const *arg;
-        // SAFETY: the caller's promise.
-        match unsafe { libc::syscall(linux::SYS_io_uring_register, fd, opcode, arg, count) } {
-            -1 => Err(io::Error::last_os_error()),
+    /// The entries are page-aligned, and stay put as long as the kernel may use them.
+    pub unsafe fn register_buffers(&self, ring: *mut [io_uring_buf], bgid: u16) -> io::Result<()> {
+        let (ring_addr, ring_entries) = (ring as *mut io_uring_buf as u64, ring.len() as u32);
+        let reg = io_uring_buf_reg { ring_addr, ring_entries, bgid, flags: 0, resv: [0; 3] };
+        let [fd, op, count] =
+            [self.fd.as_raw_fd() as u32, IORING_REGISTER_PBUF_RING, 1].map(c_long::from);
+        // SAFETY: `reg` lives through the call; the ring is the caller's promise.
+        match unsafe { libc::syscall(linux::SYS_io_uring_register, fd, op, &reg, count) } {
+            -1 => Err(unavailable(&format!("io_uring_register: {}", io::Error::last_os_error()))),
             _ => Ok(()),
         }
     }
@@ -355,6 +378,23 @@ impl Ring {
 }
 
 // ANCHOR_END: reap
+
+/// New: lends `buffer` to the kernel as buffer `bid` of the provided-buffer ring `ring`, as
+/// liburing's `io_uring_buf_ring_add` and `_advance` do: its entry at the tail, then the tail.
+///
+/// # Safety
+/// `ring` is registered (`Ring::register_buffers`), and `buffer` is ours to lend.
+pub unsafe fn provide_buffer(ring: *mut [io_uring_buf], buffer: *mut [u8], bid: u16) {
+    let (first, addr, len) = (ring as *mut io_uring_buf, buffer as *mut u8 as u64, buffer.len());
+    // SAFETY: the first entry's `resv` is the tail, which the kernel reads: an atomic, stored
+    // with `Release` once the entry at it (ours) is written, field by field, never its `resv`.
+    unsafe {
+        let tail = std::sync::atomic::AtomicU16::from_ptr(&raw mut (*first).resv);
+        let entry = first.add(usize::from(tail.load(Relaxed)) % ring.len());
+        ((*entry).addr, (*entry).len, (*entry).bid) = (addr, len as u32, bid);
+        tail.store(tail.load(Relaxed).wrapping_add(1), Release);
+    }
+}
 
 /// What every kind of entry sets (liburing's `io_uring_prep_rw`); `op_flags` as it says.
 pub fn prep_rw(op: u8, fd: i32, addr: u64, len: usize, off: u64, op_flags: u32) -> io_uring_sqe {
