@@ -458,9 +458,9 @@ const fn only(
 }
 
 /// Why the sketches of chapters 4 and 5 are graded on `sleep_elsewhere` alone of their row.
-const ONE_REQUEST: &str = "it answers one request a connection (keep-alive is sketch 3's), so \
-    there is nothing to pipeline, and its `/upstream/` still blocks (the chapter's \
-    `upstream.rs` does not).";
+const ONE_REQUEST: &str = "it answers one request a connection, keep-alive being sketch 3's, \
+    so there is nothing to pipeline; and its `/upstream/` still blocks, where the chapter's \
+    `upstream.rs` does not.";
 
 /// Why the sketch of chapter 4 is graded on two of the timeouts.
 const HEADER_TIMEOUT_ONLY: &str = "it keeps no connection alive to time out, and leaves the send \

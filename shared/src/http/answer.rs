@@ -38,3 +38,7 @@ pub fn answer(
     write_response(out, &response, &framing, server, &date::now());
     Some(framing.keep_alive)
 }
+
+#[cfg(test)]
+#[path = "answer_tests.rs"]
+mod tests;
