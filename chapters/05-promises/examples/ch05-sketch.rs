@@ -69,8 +69,7 @@ fn main() {
 /// What a socket waits for: POLLIN (to read without waiting), POLLOUT (to write).
 type Interest = PollFlags;
 
-/// What the loop keeps for the promises: the timers' Deferreds (`delay`), and the steps
-/// that are ready, to run once this turn's events are handled.
+/// What the loop keeps for promises: timers' Deferreds (`delay`), steps ready to run.
 struct EventLoop {
     timers: Vec<(Instant, Deferred<()>)>,
     ready: VecDeque<Step<()>>,
@@ -85,9 +84,8 @@ impl EventLoop {
     }
 }
 
-/// A promise's next step, and where it waits: its Deferred (which settles it) and its
-/// Promise (which says what comes next) both own it (`Rc<RefCell<..>>`: shared ownership,
-/// with its borrows checked at run time).
+/// A promise's next step, and where it waits, owned by both its Deferred (which settles it)
+/// and its Promise (which says what comes next): `Rc<RefCell<..>>`, borrows checked at run time.
 type Step<T> = Box<dyn FnOnce(&mut EventLoop, T)>;
 struct Deferred<T>(Rc<RefCell<Option<Step<T>>>>);
 struct Promise<T>(Rc<RefCell<Option<Step<T>>>>);
@@ -107,8 +105,8 @@ impl<T: 'static> Deferred<T> {
 }
 
 impl<T: 'static> Promise<T> {
-    /// The next step of a chain: it gets the value on a later turn, and what it returns is
-    /// the value of the promise `then` returns.
+    /// The next step of a chain: it gets the value on a later turn; what it returns, the
+    /// promise `then` returns gets.
     fn then<U: 'static>(self, step: impl FnOnce(&mut EventLoop, T) -> U + 'static) -> Promise<U> {
         let (next, promise) = deferred();
         *self.0.borrow_mut() = Some(Box::new(move |el, value| {
@@ -146,16 +144,7 @@ impl Connection {
         }
         // A whole request: answer it (with `Connection: close`: one request a connection).
         // New: a `/sleep`'s answer is held until its chain lets it go.
-        let held = &self.held;
-        let app = |request: &http::Request| {
-            let (response, chain) = run_app(request, config, stats, el);
-            if let Some(chain) = chain {
-                held.set(true);
-                let held = held.clone();
-                chain.then(move |_, ()| held.set(false));
-            }
-            response
-        };
+        let app = |request: &http::Request| run_app(request, config, stats, el, &self.held);
         if http::answer(&mut self.received, &mut self.out, config.chapter, false, app).is_some() {
             stats.requests_served += 1;
             self.on_writable(); // most answers fit in the socket at once
@@ -198,14 +187,20 @@ impl Connection {
     }
 }
 
-/// Asks the application what to do: the answer, and for a `/sleep` the promise of its
-/// end, `delay(ms)`. A slow disk or upstream still blocks.
+/// Asks the application what to do. New: `/sleep`'s answer is held, and a chain lets it go:
+/// `delay(ms)`, then the step that clears `held`. A slow disk or upstream still blocks.
 fn run_app(
     request: &http::Request, config: &Config, stats: &Stats, el: &mut EventLoop,
-) -> (Response, Option<Promise<()>>) {
+    held: &Rc<Cell<bool>>,
+) -> Response {
     let context = Context { chapter: config.chapter, upstream: config.upstream, stats: *stats };
     match app::handle(request, &context) {
-        Action::Sleep { ms } => (app::slept(ms), Some(el.delay(Duration::from_millis(ms)))),
-        action => (blocking::perform(action, config), None),
+        Action::Sleep { ms } => {
+            held.set(true);
+            let held = held.clone();
+            el.delay(Duration::from_millis(ms)).then(move |_, ()| held.set(false));
+            app::slept(ms)
+        }
+        action => blocking::perform(action, config),
     }
 }

@@ -4,8 +4,8 @@
 //! loop's doorbell, a self-pipe the loop watches like a socket. A file goes out a piece at
 //! a time, the next read only once the last piece is sent.
 //!
-//! Left out (`chapters/06-thread-pool/src/` has them): a job that panics, `/sleep` and
-//! `/upstream/` off the loop; and sketches 4-5's timers and promises.
+//! Left out (`chapters/06-thread-pool/src/` has them): a job that panics, a file that fails
+//! mid-read, `/sleep` and `/upstream/` off the loop; sketches 4-5's timers and promises.
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
@@ -41,8 +41,7 @@ fn main() {
         stats.loop_turns += 1;
         // Do what is ready, nothing else (an error counts as ready: a read meets it). When
         // the doorbell rang, each connection looks for the piece a worker read for it.
-        let rang =
-            ready.last().is_some_and(|events| !events.is_empty()).then(|| pool.doorbell.drain());
+        let rang = ready.last().is_some_and(|e| !e.is_empty()).then(|| pool.doorbell.drain());
         for (connection, events) in connections.iter_mut().zip(ready[1..].iter().copied()) {
             if !events.is_empty() || rang.is_some() {
                 connection.on_events(events, &config, &mut stats, &pool);
@@ -60,9 +59,8 @@ fn main() {
 /// What a socket waits for: POLLIN (to read without waiting), POLLOUT (to write).
 type Interest = PollFlags;
 
-/// A piece of a file's answer, read on a worker: its bytes, and the file while more is to
-/// come (the next read takes it).
-type Piece = io::Result<(Vec<u8>, Option<File>)>;
+/// A piece of a file's answer, read on a worker: its bytes, and the file if more may come.
+type Piece = (Vec<u8>, Option<File>);
 
 /// One client, remembered between turns: what it has sent so far, what we still owe it.
 struct Connection {
@@ -70,8 +68,7 @@ struct Connection {
     received: Buffer,
     out: Buffer,
     done: bool,
-    /// A file being sent: where the piece a worker reads for it comes, and the file between
-    /// two reads.
+    /// A file being sent: where a worker sends the piece it reads, and the file between two.
     pieces: Option<mpsc::Receiver<Piece>>,
     file: Option<File>,
 }
@@ -109,14 +106,17 @@ impl Connection {
         // New: a file is opened, and its answer's head and first piece made, on a worker.
         let (root, delay) = (config.root.clone(), config.fs_delay);
         self.pieces = Some(pool.run(move || {
-            let (mut file, length) = files::open(&root, &path, delay)?;
-            let (mut piece, head) = (Vec::new(), files::streamed_response(&path, length));
+            let (opened, mut piece) = (files::open(&root, &path, delay), Vec::new());
+            let head = match &opened {
+                Ok((_, length)) => files::streamed_response(&path, *length),
+                Err(error) => files::error_response(error), // 404, or 500
+            };
             write_response(&mut piece, &head, &framing, chapter, &date::now());
-            if framing.head_only {
-                return Ok((piece, None)); // the head alone
-            }
-            piece.extend(files::read_chunk(&mut file, delay)?);
-            Ok((piece, Some(file)))
+            let Some((mut file, _)) = opened.ok().filter(|_| !framing.head_only) else {
+                return (piece, None); // the head alone
+            };
+            piece.extend(files::read_chunk(&mut file, delay).unwrap_or_default());
+            (piece, Some(file))
         }));
     }
 
@@ -132,32 +132,20 @@ impl Connection {
         // All sent. New: the file's next piece, read on a worker; or, with none, close.
         if let Some(mut file) = self.file.take() {
             let delay = config.fs_delay;
-            self.pieces =
-                Some(pool.run(move || Ok((files::read_chunk(&mut file, delay)?, Some(file)))));
+            // (A read that fails sends nothing: the answer ends there, cut short.)
+            self.pieces = Some(pool.run(move || {
+                (files::read_chunk(&mut file, delay).unwrap_or_default(), Some(file))
+            }));
         }
         self.done = self.pieces.is_none();
     }
 
     /// The doorbell rang: the piece a worker read for it may be in.
     fn on_piece(&mut self, config: &Config, pool: &ThreadPool) {
-        let Some(Ok(piece)) = self.pieces.as_ref().map(mpsc::Receiver::try_recv) else { return };
-        self.pieces = None;
-        match piece {
-            Ok((bytes, file)) => {
-                self.out.extend_from_slice(&bytes);
-                self.file = file.filter(|_| !bytes.is_empty()); // an empty piece: the end
-            }
-            Err(error) => {
-                let response = files::error_response(&error);
-                write_response(
-                    &mut self.out,
-                    &response,
-                    &Framing::CLOSE,
-                    config.chapter,
-                    &date::now(),
-                );
-            }
-        }
+        let piece = self.pieces.as_ref().map(mpsc::Receiver::try_recv);
+        let Some(Ok((bytes, file))) = piece else { return };
+        self.out.extend_from_slice(&bytes);
+        (self.pieces, self.file) = (None, file.filter(|_| !bytes.is_empty())); // empty: the end
         self.on_writable(config, pool);
     }
 }
@@ -191,9 +179,8 @@ impl Connection {
 type Job = Box<dyn FnOnce() + Send>;
 
 /// Threads for the blocking calls the loop must not make, as the Rust Book's `ThreadPool`:
-/// workers take jobs from one channel, each its turn at the `Mutex` (`Arc`: shared
-/// ownership across threads; `unwrap`: only a panic while it is held could poison it),
-/// and ring the doorbell after each, which the loop watches.
+/// workers take jobs from one channel, each its turn at the `Mutex` (`Arc`: shared across
+/// threads; `unwrap`: only a panic while it is held could poison it), and ring the doorbell.
 struct ThreadPool {
     jobs: mpsc::Sender<Job>,
     doorbell: Arc<SelfPipe>,
