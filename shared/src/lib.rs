@@ -10,6 +10,7 @@
 //! - [`buffer`]: a connection's buffer, consumed by an offset, and empty when idle.
 //! - [`http`]: an incremental HTTP/1.1 request parser and the response writer.
 //! - [`app`]: the demo application, a pure function from a request to what to do next.
+//! - [`blocking`]: doing what the application asks with calls that wait (chapters 1-3).
 //! - [`files`]: serving files from `--root` without ever leaving it.
 //! - [`upstream`]: the bits of an HTTP client that `/upstream/` needs.
 //! - [`memory`]: what a burst of big requests took, given back once the server is idle.
@@ -20,6 +21,7 @@
 
 pub mod app;
 pub mod args;
+pub mod blocking;
 pub mod buffer;
 pub mod files;
 pub mod http;

@@ -457,9 +457,14 @@ const fn only(
     Graded { capability, only: Some((checks, why)) }
 }
 
-/// Why a sketch of the waits is not graded on `slow_upstream`.
-const UPSTREAM_BLOCKS: &str = "its `/upstream/` still blocks; the upstream client that does not \
-    block is the chapter's `upstream.rs`.";
+/// Why the sketches of chapters 4 and 5 are graded on `sleep_elsewhere` alone of their row.
+const ONE_REQUEST: &str = "it answers one request a connection, keep-alive being sketch 3's, \
+    so there is nothing to pipeline; and its `/upstream/` still blocks, where the chapter's \
+    `upstream.rs` does not.";
+
+/// Why the sketch of chapter 4 is graded on two of the timeouts.
+const HEADER_TIMEOUT_ONLY: &str = "it keeps no connection alive to time out, and leaves the send \
+    timeout to the chapter's `connection.rs`.";
 
 /// Why the sketch of chapter 8 is not graded on `slow_upstream` (its `/upstream/` is a 501).
 const UPSTREAM_AWAITED: &str = "the upstream is one more wait of the same kind: chapter 8's \
@@ -475,13 +480,12 @@ pub const SKETCHES: &[Sketch] = &[
     Sketch { chapter: 2, rows: &[all(IdleClient), all(SlowReader)] },
     Sketch { chapter: 3, rows: &[all(KeepAlive), all(Flood), all(GracefulShutdown)] },
     Sketch { chapter: 4, rows: &[
-        only(SleepAndUpstream, &["sleep_elsewhere", "answers_as_ready"], UPSTREAM_BLOCKS),
-        all(Departure), all(Timeouts), all(Slowloris),
+        only(SleepAndUpstream, &["sleep_elsewhere"], ONE_REQUEST), all(Departure),
+        only(Timeouts, &["header_timeout", "waits_without_spinning"], HEADER_TIMEOUT_ONLY),
+        all(Slowloris),
     ] },
     // Promises change how the waits are written, which the suite cannot see: chapter 4's.
-    Sketch { chapter: 5, rows: &[
-        only(SleepAndUpstream, &["sleep_elsewhere", "answers_as_ready"], UPSTREAM_BLOCKS),
-    ] },
+    Sketch { chapter: 5, rows: &[only(SleepAndUpstream, &["sleep_elsewhere"], ONE_REQUEST)] },
     Sketch { chapter: 6, rows: &[all(SlowDisk), all(BoundedDownload)] },
     Sketch { chapter: 7, rows: &[all(TenThousandIdle)] },
     // async/await changes how the waits are written: chapter 4's row again.

@@ -46,11 +46,8 @@ sketches! {
         keep_alive, pipelining, pipelined_flood, flood_behind_a_wait, graceful_shutdown,
         prompt_shutdown,
     ],
-    sketch_4: 4 [
-        sleep_elsewhere, answers_as_ready, departing_clients, header_timeout, keep_alive_timeout,
-        send_timeout, waits_without_spinning, slowloris,
-    ],
-    sketch_5: 5 [sleep_elsewhere, answers_as_ready],
+    sketch_4: 4 [sleep_elsewhere, departing_clients, header_timeout, waits_without_spinning, slowloris],
+    sketch_5: 5 [sleep_elsewhere],
     sketch_6: 6 [slow_disk, big_download_memory],
     sketch_7: 7 [ten_thousand_idle_slowdown],
     sketch_8: 8 [sleep_elsewhere, answers_as_ready],

@@ -15,10 +15,11 @@ use std::net::{Shutdown, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use shared::app::{self, Action, Context, Stats};
+use shared::app::Stats;
 use shared::args::Config;
+use shared::blocking::run_app;
 use shared::http::{self, date, response::Framing, Parse, Response};
-use shared::{files, listener, log, trace, upstream};
+use shared::{listener, log, trace};
 
 fn main() {
     // ANCHOR: setup
@@ -91,28 +92,6 @@ fn serve(mut stream: TcpStream, config: &Config, stats: &mut Stats) -> io::Resul
     Ok(())
 }
 // ANCHOR_END: serve
-
-// ANCHOR: run_app
-/// Asks the application what to do, and does it, blocking. A `/sleep?ms=5000` stops the
-/// whole server for five seconds; so does a slow disk or a slow upstream.
-fn run_app(request: &http::Request, config: &Config, stats: &Stats) -> Response {
-    let context = Context { chapter: config.chapter, upstream: config.upstream, stats: *stats };
-    match app::handle(request, &context) {
-        Action::Respond(response) => response,
-        Action::Sleep { ms } => {
-            trace!("sleep: {ms} ms, blocking");
-            thread::sleep(Duration::from_millis(ms));
-            app::slept(ms)
-        }
-        Action::ReadFile { path } => {
-            files::response(&path, files::load(&config.root, &path, config.fs_delay))
-        }
-        Action::Upstream { address, path_and_query } => {
-            upstream::fetch_blocking(address, &path_and_query)
-        }
-    }
-}
-// ANCHOR_END: run_app
 
 // ANCHOR: close_gently
 /// Closes without losing the response. If we simply closed while the client still had

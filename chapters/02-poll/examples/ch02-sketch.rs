@@ -10,16 +10,10 @@
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::os::fd::AsFd;
-use std::thread;
-use std::time::Duration;
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
-use shared::app::{self, Action, Context, Stats};
-use shared::args::Config;
-use shared::buffer::Buffer;
-use shared::http::{self, date, response::write_response, response::Framing, Parse, Response};
-use shared::{files, listener, trace, upstream};
+use shared::{app::Stats, args::Config, blocking::run_app, buffer::Buffer, http, listener, trace};
 
 fn main() {
     let config = Config::from_args("ch02-sketch", &[]);
@@ -31,24 +25,20 @@ fn main() {
     let mut stats = Stats::default();
     loop {
         // Say what we wait for: clients on the listener, and what each connection needs.
-        let mut fds = vec![PollFd::new(listener.as_fd(), PollFlags::POLLIN)];
+        let mut fds = vec![PollFd::new(listener.as_fd(), Interest::POLLIN)];
         fds.extend(connections.iter().map(|c| PollFd::new(c.stream.as_fd(), c.interest())));
         // Wait until something is ready: the only place the server waits.
         trace!("poll: waiting on {} fds", fds.len());
         let _ = poll(&mut fds, PollTimeout::NONE); // an error (a signal): nothing is ready
-        let ready: Vec<_> =
-            fds.iter().map(|fd| fd.revents().unwrap_or(PollFlags::empty())).collect();
-        drop(fds); // it borrows the sockets
+        let ready: Vec<_> = fds.iter().map(|f| f.revents().unwrap_or(Interest::empty())).collect();
         stats.loop_turns += 1;
-        // Do what is ready, nothing else (an error counts as ready: a read or write meets it).
-        for (connection, events) in connections.iter_mut().zip(&ready[1..]) {
-            if events.contains(PollFlags::POLLOUT) {
-                connection.on_writable();
-            } else if !events.is_empty() {
-                connection.on_readable(&config, &mut stats);
+        // Do what is ready, nothing else (an error counts as ready: a read meets it).
+        for (connection, events) in connections.iter_mut().zip(ready[1..].iter().copied()) {
+            if !events.is_empty() {
+                connection.on_events(events, &config, &mut stats);
             }
         }
-        if ready[0].contains(PollFlags::POLLIN) {
+        if ready[0].contains(Interest::POLLIN) {
             listener::accept_all(&listener, |stream, _| connections.push(Connection::new(stream)));
         }
         // Forget the connections that are done: dropping one closes its socket.
@@ -56,6 +46,9 @@ fn main() {
         stats.connections_open = connections.len() as u64;
     }
 }
+
+/// What a socket waits for: POLLIN (to read without waiting), POLLOUT (to write).
+type Interest = PollFlags;
 
 /// One client, remembered between turns: what it has sent so far, what we still owe it.
 struct Connection {
@@ -70,35 +63,21 @@ impl Connection {
         Connection { stream, received: Buffer::new(), out: Buffer::new(), done: false }
     }
 
-    /// Read until the request is in, then write until its answer is out.
-    fn interest(&self) -> PollFlags {
-        if self.out.is_empty() {
-            PollFlags::POLLIN
-        } else {
-            PollFlags::POLLOUT
-        }
-    }
-
-    /// Bytes came, or end of file, or an error. One read: if more is waiting, `poll` says so
-    /// again next turn.
+    /// Bytes came, or end of file, or an error. One read: if more is waiting, `poll` says
+    /// so again next turn.
     fn on_readable(&mut self, config: &Config, stats: &mut Stats) {
         let mut chunk = [0u8; 16 * 1024];
         match self.stream.read(&mut chunk) {
-            Ok(0) => self.done = true, // the client left before a whole request
-            Ok(count) => self.received.extend_from_slice(&chunk[..count]),
-            Err(error) => self.done = error.kind() != io::ErrorKind::WouldBlock,
+            Ok(count) if count > 0 => self.received.extend_from_slice(&chunk[..count]),
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
+            _ => return self.done = true, // end of file or a reset: the client is gone
         }
-        let (response, mut framing) = match http::parse(&self.received) {
-            Parse::Complete { request, .. } => {
-                (run_app(&request, config, stats), Framing::for_request(&request))
-            }
-            Parse::Invalid(error) => (Response::from_parse_error(error), Framing::CLOSE),
-            Parse::Incomplete => return, // wait for the rest
-        };
-        framing.keep_alive = false; // one request per connection
-        write_response(&mut self.out, &response, &framing, config.chapter, &date::now());
-        stats.requests_served += 1;
-        self.on_writable(); // most answers fit in the socket at once
+        // A whole request: answer it (with `Connection: close`: one request a connection).
+        let app = |request: &http::Request| run_app(request, config, stats);
+        if http::answer(&mut self.received, &mut self.out, config.chapter, false, app).is_some() {
+            stats.requests_served += 1;
+            self.on_writable(); // most answers fit in the socket at once
+        }
     }
 
     /// There is room to write: send what the kernel takes now, and `poll` for the rest.
@@ -114,21 +93,22 @@ impl Connection {
     }
 }
 
-/// Asks the application what to do, and does it, waiting: still as in chapter 1, while
-/// we sleep or read a slow disk here, no other client is served.
-fn run_app(request: &http::Request, config: &Config, stats: &Stats) -> Response {
-    let context = Context { chapter: config.chapter, upstream: config.upstream, stats: *stats };
-    match app::handle(request, &context) {
-        Action::Respond(response) => response,
-        Action::Sleep { ms } => {
-            thread::sleep(Duration::from_millis(ms));
-            app::slept(ms)
+/// What the loop calls.
+impl Connection {
+    /// Read until the request is in, then write until its answer is out.
+    fn interest(&self) -> Interest {
+        if self.out.is_empty() {
+            Interest::POLLIN
+        } else {
+            Interest::POLLOUT
         }
-        Action::ReadFile { path } => {
-            files::response(&path, files::load(&config.root, &path, config.fs_delay))
-        }
-        Action::Upstream { address, path_and_query } => {
-            upstream::fetch_blocking(address, &path_and_query)
+    }
+
+    fn on_events(&mut self, events: Interest, config: &Config, stats: &mut Stats) {
+        if events.contains(Interest::POLLOUT) {
+            self.on_writable();
+        } else {
+            self.on_readable(config, stats);
         }
     }
 }

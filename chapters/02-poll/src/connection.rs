@@ -19,6 +19,7 @@ use nix::poll::PollFlags;
 
 use shared::app::Stats;
 use shared::args::Config;
+use shared::blocking::run_app;
 use shared::http::{self, date, response::Framing, Parse, Response};
 use shared::trace;
 
@@ -163,7 +164,7 @@ impl Connection {
     fn try_respond(&mut self, config: &Config, stats: &mut Stats) {
         let (response, mut framing) = match http::parse(&self.received) {
             Parse::Complete { request, .. } => {
-                (super::run_app(&request, config, stats), Framing::for_request(&request))
+                (run_app(&request, config, stats), Framing::for_request(&request))
             }
             Parse::Invalid(error) => (Response::from_parse_error(error), Framing::CLOSE),
             Parse::Incomplete => return, // wait for more bytes

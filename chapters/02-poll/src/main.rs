@@ -18,16 +18,13 @@ mod connection;
 use std::io;
 use std::net::TcpListener;
 use std::os::fd::{AsFd, AsRawFd};
-use std::thread;
-use std::time::Duration;
 
 use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
-use shared::app::{self, Action, Context, Stats};
+use shared::app::Stats;
 use shared::args::Config;
-use shared::http::{self, Response};
-use shared::{files, listener, log, trace, upstream};
+use shared::{listener, log, trace};
 
 use connection::Connection;
 
@@ -140,25 +137,3 @@ fn describe(timeout: PollTimeout) -> String {
         ms => format!("{ms} ms"),
     }
 }
-
-// ANCHOR: run_app
-/// Asks the application what to do, and does it, blocking. Still as in chapter 1: while
-/// we sleep or read a slow disk here, no other client is served. Chapter 4 fixes that.
-fn run_app(request: &http::Request, config: &Config, stats: &Stats) -> Response {
-    let context = Context { chapter: config.chapter, upstream: config.upstream, stats: *stats };
-    match app::handle(request, &context) {
-        Action::Respond(response) => response,
-        Action::Sleep { ms } => {
-            trace!("sleep: {ms} ms, blocking");
-            thread::sleep(Duration::from_millis(ms));
-            app::slept(ms)
-        }
-        Action::ReadFile { path } => {
-            files::response(&path, files::load(&config.root, &path, config.fs_delay))
-        }
-        Action::Upstream { address, path_and_query } => {
-            upstream::fetch_blocking(address, &path_and_query)
-        }
-    }
-}
-// ANCHOR_END: run_app

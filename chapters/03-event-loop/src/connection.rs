@@ -19,6 +19,7 @@ use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
+use shared::blocking::run_app;
 use shared::buffer::Buffer;
 use shared::http::{self, date, response::Framing, Parse, Response};
 use shared::trace;
@@ -140,7 +141,7 @@ impl Connection {
             match http::parse(&self.received) {
                 Parse::Complete { request, consumed } => {
                     let stats = server.stats(event_loop);
-                    let response = super::run_app(&request, &server.config, &stats);
+                    let response = run_app(&request, &server.config, &stats);
                     self.respond(&response, Framing::for_request(&request), server);
                     self.received.consume(consumed); // answered: forget it
                 }

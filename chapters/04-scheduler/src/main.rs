@@ -6,8 +6,7 @@
 //! client that dawdles times out (`Connection::deadline`); and the `Date` header is
 //! formatted once a second, by a timer, rather than for every response.
 //!
-//! What still blocks: files. `files::load` reads the disk right here in the loop, so a
-//! slow disk (`--fs-delay-ms`) still holds everyone up. Chapter 6 moves that to threads.
+//! What still blocks: files, read in the loop (`blocking::perform`). Chapter 6 fixes that.
 
 mod connection;
 mod event_loop;
@@ -22,7 +21,7 @@ use shared::app::{self, Action, Context, Stats};
 use shared::args::{Config, Extra};
 use shared::http::{date, Request, Response};
 use shared::signals::Signals;
-use shared::{files, listener, log, trace};
+use shared::{blocking, listener, log, trace};
 
 use connection::Connection;
 use event_loop::{EventLoop, Handler};
@@ -207,9 +206,7 @@ fn run_app(request: &Request, event_loop: &mut ServerLoop, token: Token, server:
                 });
             Reply::Later(Effect::Sleep(timer))
         }
-        Action::ReadFile { path } => {
-            Reply::Now(files::response(&path, files::load(&config.root, &path, config.fs_delay)))
-        }
+        action @ Action::ReadFile { .. } => Reply::Now(blocking::perform(action, config)),
         Action::Upstream { address, path_and_query } => {
             let fetched = move |response, event_loop: &mut _, server: &mut _| {
                 Connection::answer(event_loop, token, server, response)

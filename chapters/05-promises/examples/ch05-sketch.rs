@@ -1,25 +1,24 @@
-//! Sketch of chapter 5: promises. Sketch 4's waits written as a chain: a `Deferred` is
+//! Sketch of chapter 5: promises. Sketch 4's wait written as a chain: a `Deferred` is
 //! settled once, and the `Promise` it handed out runs its next step then, from the loop's
-//! ready queue, never inside the call that settled it. `/sleep` is `delay(ms)`, then its
-//! answer, then the step that hands the answer to its connection.
+//! ready queue, never inside the call that settled it. `/sleep` is `delay(ms)`, then the
+//! step that lets its held answer go.
 //!
-//! Left out (`chapters/05-promises/src/` has them): errors that skip the rest of a chain, a
-//! Deferred dropped unsettled (`promise.rs`), `/upstream/` as a chain (`upstream.rs`); and
-//! what sketches 3 and 4 show that this one does not need: the graceful stop, the timeouts.
+//! Left out (`chapters/05-promises/src/` has them): a value that comes before its step,
+//! errors that skip the rest of a chain, `/upstream/` as a chain; and sketch 4's 408.
 
-use std::cell::RefCell;
-use std::collections::{BTreeMap, VecDeque};
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::io::{self, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::os::fd::{AsFd, BorrowedFd};
+use std::net::TcpStream;
+use std::os::fd::AsFd;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use shared::app::{self, Action, Context, Stats};
-use shared::http::{self, date, response::write_response, response::Framing, Parse, Response};
-use shared::{args::Config, buffer::Buffer, files, listener, trace, upstream};
+use shared::http::{self, Response};
+use shared::{args::Config, blocking, buffer::Buffer, listener, trace};
 
 fn main() {
     let config = Config::from_args("ch05-sketch", &[]);
@@ -27,330 +26,181 @@ fn main() {
         trace::enable();
     }
     let listener = listener::listen(&config, true); // non-blocking: `accept` never waits
-    let mut event_loop = EventLoop::new(config);
-    event_loop.register(listener, Interest::POLLIN);
+    let mut connections: Vec<Connection> = Vec::new();
+    let mut stats = Stats::default();
+    let mut el = EventLoop { timers: Vec::new(), ready: VecDeque::new() };
     loop {
-        event_loop.turn();
-    }
-}
-
-/// Names one registration (or one timer). Never reused: an old token names nothing.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Token(u64);
-
-/// What a registration waits for: POLLIN (to read without waiting), POLLOUT (to write).
-type Interest = PollFlags;
-
-/// What a callback says it waits for next, or `None` once it is done: the loop then drops
-/// the handler, which closes its socket.
-type Next = Option<Interest>;
-
-/// What the loop calls back. It owns its socket, which it lends to `poll`.
-trait Handler: AsFd {
-    fn on_readable(&mut self, event_loop: &mut EventLoop, token: Token) -> Next;
-    fn on_writable(&mut self, _: &mut EventLoop, _: Token) -> Next {
-        None // only a connection ever waits to write,
-    }
-    fn on_answer(&mut self, _: &mut EventLoop, _: Token, _: Response) -> Next {
-        None // or for an answer to come later
-    }
-}
-
-/// Code the loop runs later, with the loop lent to it: a promise's next step.
-type Callback = Box<dyn FnOnce(&mut EventLoop)>;
-
-/// The loop, and what its handlers share.
-struct EventLoop {
-    /// In token order. `dyn Handler`: a listener and connections, as one trait.
-    handlers: BTreeMap<Token, (Interest, Box<dyn Handler>)>,
-    next_token: u64,
-    /// The Deferreds that timers will resolve, soonest first (`delay`).
-    timers: BTreeMap<(Instant, Token), Deferred<()>>,
-    /// Promises' next steps, to run once this turn's callbacks are over.
-    ready: VecDeque<Callback>,
-    config: Config,
-    stats: Stats,
-}
-
-impl EventLoop {
-    fn new(config: Config) -> EventLoop {
-        let (handlers, timers, ready) = (BTreeMap::new(), BTreeMap::new(), VecDeque::new());
-        EventLoop { handlers, next_token: 0, timers, ready, config, stats: Stats::default() }
-    }
-
-    fn token(&mut self) -> Token {
-        self.next_token += 1;
-        Token(self.next_token)
-    }
-
-    fn register(&mut self, handler: impl Handler + 'static, interest: Interest) {
-        let token = self.token();
-        self.handlers.insert(token, (interest, Box::new(handler)));
-    }
-
-    /// A promise that resolves once `wait` has passed: a timer's Deferred.
-    fn delay(&mut self, wait: Duration) -> Promise<()> {
-        let (deferred, promise) = deferred();
-        let token = self.token();
-        self.timers.insert((Instant::now() + wait, token), deferred);
-        promise
-    }
-
-    /// One turn: wait until some registered socket is ready or the first timer is due, then
-    /// call back each that is, resolve the due timers, and run the steps that became ready.
-    fn turn(&mut self) {
-        let watched = self.handlers.iter().map(|(t, (i, h))| (*t, PollFd::new(h.as_fd(), *i)));
-        let (tokens, mut fds): (Vec<Token>, Vec<PollFd>) = watched.unzip();
-        // No longer than until the first timer, in whole milliseconds rounded up: rounded
-        // down, the loop would wake just before it is due, find nothing to do, and spin.
-        let first =
-            self.timers.keys().next().map(|(at, _)| at.saturating_duration_since(Instant::now()));
-        let ms = first.map(|wait| wait.as_nanos().div_ceil(1_000_000));
+        // Say what we wait for: clients on the listener, and what each connection needs.
+        let mut fds = vec![PollFd::new(listener.as_fd(), Interest::POLLIN)];
+        fds.extend(connections.iter().map(|c| PollFd::new(c.stream.as_fd(), c.interest())));
+        // And for how long: until the soonest timer, in whole milliseconds rounded up.
+        // Rounded down, the loop would wake just before it is due, find nothing, and spin.
+        let soonest = el.timers.iter().map(|(at, _)| *at).min();
+        let wait = soonest.map(|at| at.saturating_duration_since(Instant::now()));
+        let ms = wait.map(|wait| wait.as_nanos().div_ceil(1_000_000));
         let timeout = ms.map_or(PollTimeout::NONE, |ms| ms.try_into().unwrap_or(PollTimeout::MAX));
         trace!("poll: waiting on {} fds, timeout {ms:?} ms", fds.len());
         let _ = poll(&mut fds, timeout); // an error (a signal): nothing is ready
-        let events = fds.iter().map(|fd| fd.revents().unwrap_or(Interest::empty()));
-        let ready: Vec<(Token, Interest)> = tokens.into_iter().zip(events).collect();
-        drop(fds); // it borrows the sockets
-        self.stats.loop_turns += 1;
-        for (token, events) in ready.into_iter().filter(|(_, events)| !events.is_empty()) {
-            self.call(token, |handler, event_loop| match events {
-                Interest::POLLOUT => handler.on_writable(event_loop, token),
-                _ => handler.on_readable(event_loop, token), // or an error: a read meets it
-            });
+        let ready: Vec<_> = fds.iter().map(|f| f.revents().unwrap_or(Interest::empty())).collect();
+        stats.loop_turns += 1;
+        // Do what is ready, nothing else (an error counts as ready: a read meets it).
+        for (connection, events) in connections.iter_mut().zip(ready[1..].iter().copied()) {
+            if !events.is_empty() {
+                connection.on_events(events, &config, &mut stats, &mut el);
+            }
         }
+        if ready[0].contains(Interest::POLLIN) {
+            listener::accept_all(&listener, |stream, _| connections.push(Connection::new(stream)));
+        }
+        // New: settle the timers that are due, then run the steps that became ready.
         let now = Instant::now();
-        while let Some(entry) = self.timers.first_entry().filter(|entry| entry.key().0 <= now) {
-            entry.remove().resolve(self, ());
+        let (due, later): (Vec<_>, _) = el.timers.drain(..).partition(|(at, _)| *at <= now);
+        el.timers = later;
+        due.into_iter().for_each(|(_, deferred)| deferred.resolve(&mut el, ()));
+        while let Some(step) = el.ready.pop_front() {
+            step(&mut el, ()); // a step that settles another promise queues the next one
         }
-        while let Some(step) = self.ready.pop_front() {
-            step(self); // a step that settles another promise queues the next one
-        }
-    }
-
-    /// Calls back `token`'s handler, out of the loop while it runs so that it may change the
-    /// loop (the listener registers clients); kept after, unless it says it is done.
-    fn call(&mut self, token: Token, callback: impl FnOnce(&mut dyn Handler, &mut Self) -> Next) {
-        let Some((_, mut handler)) = self.handlers.remove(&token) else { return }; // closed
-        if let Some(interest) = callback(handler.as_mut(), self) {
-            self.handlers.insert(token, (interest, handler));
-        }
+        // Forget the connections that are done: dropping one closes its socket.
+        connections.retain(|connection| !connection.done);
+        stats.connections_open = connections.len() as u64;
     }
 }
 
-/// What a promise's next step gets: the loop, and the value.
+/// What a socket waits for: POLLIN (to read without waiting), POLLOUT (to write).
+type Interest = PollFlags;
+
+/// What the loop keeps for promises: timers' Deferreds (`delay`), steps ready to run.
+struct EventLoop {
+    timers: Vec<(Instant, Deferred<()>)>,
+    ready: VecDeque<Step<()>>,
+}
+
+impl EventLoop {
+    /// A promise that is settled once `wait` has passed: a timer's Deferred.
+    fn delay(&mut self, wait: Duration) -> Promise<()> {
+        let (deferred, promise) = deferred();
+        self.timers.push((Instant::now() + wait, deferred));
+        promise
+    }
+}
+
+/// A promise's next step, and where it waits, owned by both its Deferred (which settles it)
+/// and its Promise (which says what comes next): `Rc<RefCell<..>>`, borrows checked at run time.
 type Step<T> = Box<dyn FnOnce(&mut EventLoop, T)>;
-
-/// Where a Deferred and its Promise meet: the value, or the step waiting for it; whichever
-/// comes second sends the pair to the ready queue. Both halves own it and may change it:
-/// `Rc<RefCell<..>>`, shared ownership with its borrow rules checked at run time.
-struct Slot<T> {
-    value: Option<T>,
-    step: Option<Step<T>>,
-}
-
-/// The producer's half: resolve it once (`resolve` takes it by value).
-struct Deferred<T>(Rc<RefCell<Slot<T>>>);
-
-/// The consumer's half: a value that will be there on some later turn.
-struct Promise<T>(Rc<RefCell<Slot<T>>>);
+struct Deferred<T>(Rc<RefCell<Option<Step<T>>>>);
+struct Promise<T>(Rc<RefCell<Option<Step<T>>>>);
 
 fn deferred<T>() -> (Deferred<T>, Promise<T>) {
-    let slot = Rc::new(RefCell::new(Slot { value: None, step: None }));
+    let slot = Rc::new(RefCell::new(None));
     (Deferred(slot.clone()), Promise(slot))
 }
 
 impl<T: 'static> Deferred<T> {
-    fn resolve(self, event_loop: &mut EventLoop, value: T) {
-        let mut slot = self.0.borrow_mut();
-        match slot.step.take() {
-            Some(step) => event_loop.ready.push_back(Box::new(move |el| step(el, value))),
-            None => slot.value = Some(value), // for the step to find when it comes
+    /// Settles it, once (it takes `self`): its step is queued, to run after this call.
+    fn resolve(self, el: &mut EventLoop, value: T) {
+        if let Some(step) = self.0.take() {
+            el.ready.push_back(Box::new(move |el, ()| step(el, value)));
         }
     }
 }
 
 impl<T: 'static> Promise<T> {
-    /// The last step of a chain: it gets the value, on a later turn.
-    fn on_resolved(
-        self, event_loop: &mut EventLoop, step: impl FnOnce(&mut EventLoop, T) + 'static,
-    ) {
-        let mut slot = self.0.borrow_mut();
-        match slot.value.take() {
-            Some(value) => event_loop.ready.push_back(Box::new(move |el| step(el, value))),
-            None => slot.step = Some(Box::new(step)),
-        }
-    }
-
-    /// A step in a chain: from the value, the next one, of which this is the promise.
-    fn then<U: 'static>(
-        self, event_loop: &mut EventLoop, step: impl FnOnce(&mut EventLoop, T) -> U + 'static,
-    ) -> Promise<U> {
+    /// The next step of a chain: it gets the value on a later turn; what it returns, the
+    /// promise `then` returns gets.
+    fn then<U: 'static>(self, step: impl FnOnce(&mut EventLoop, T) -> U + 'static) -> Promise<U> {
         let (next, promise) = deferred();
-        self.on_resolved(event_loop, move |el, value| {
+        *self.0.borrow_mut() = Some(Box::new(move |el, value| {
             let value = step(el, value);
             next.resolve(el, value)
-        });
+        }));
         promise
     }
 }
-
-/// The listener: readable means clients are waiting to be accepted.
-impl Handler for TcpListener {
-    fn on_readable(&mut self, event_loop: &mut EventLoop, _: Token) -> Next {
-        listener::accept_all(self, |stream, _| {
-            event_loop.register(Connection::new(stream), Interest::POLLIN);
-            event_loop.stats.connections_open += 1;
-        });
-        Some(Interest::POLLIN)
-    }
-}
-
-/// A client that sends faster than we answer fills this much of our memory, no more.
-const MAX_RECEIVED: usize = 2 << 20; // more than the longest request the parser takes
 
 /// One client, remembered between turns: what it has sent so far, what we still owe it.
 struct Connection {
     stream: TcpStream,
     received: Buffer,
     out: Buffer,
-    /// The client shut its side (end of file): read no more, answer what came.
-    peer_closed: bool,
-    /// Our last answer said `Connection: close`: answer no more, close once it is sent.
-    last: bool,
-    /// `received` may hold a whole request that is not answered yet.
-    pending: bool,
-    /// A request whose answer a promise brings later (`on_answer`): how to frame it.
-    waiting: Option<Framing>,
+    done: bool,
+    /// Its answer (a `/sleep`'s) is held until a chain lets it go (shared with that chain).
+    held: Rc<Cell<bool>>,
 }
 
 impl Connection {
     fn new(stream: TcpStream) -> Connection {
-        let (received, out) = (Buffer::new(), Buffer::new());
-        let (peer_closed, last, pending, waiting) = (false, false, false, None);
-        Connection { stream, received, out, peer_closed, last, pending, waiting }
+        let (received, out, held) = (Buffer::new(), Buffer::new(), Rc::default());
+        Connection { stream, received, out, done: false, held }
     }
 
-    /// Answers the next whole request received, if there is one.
-    fn answer_next(&mut self, event_loop: &mut EventLoop, token: Token) {
-        let (response, framing) = match http::parse(&self.received) {
-            Parse::Complete { request, consumed } => {
-                let (reply, framing) =
-                    (run_app(&request, event_loop), Framing::for_request(&request));
-                self.received.consume(consumed); // answered, or under way: forget it
-                match reply {
-                    Reply::Now(response) => (response, framing),
-                    Reply::Later(answer) => {
-                        self.waiting = Some(framing);
-                        // The chain's last step hands the answer to this connection, if it
-                        // is still open; those behind it wait until then.
-                        return answer.on_resolved(event_loop, move |event_loop, response| {
-                            event_loop
-                                .call(token, |handler, el| handler.on_answer(el, token, response))
-                        });
-                    }
-                }
-            }
-            Parse::Invalid(error) => (Response::from_parse_error(error), Framing::CLOSE),
-            Parse::Incomplete => return self.pending = false, // wait for the rest
-        };
-        self.respond(response, framing, event_loop);
-    }
-
-    fn respond(&mut self, response: Response, mut framing: Framing, event_loop: &mut EventLoop) {
-        framing.keep_alive &= !response.close; // keep it if the client asks, the answer allows
-        self.last = !framing.keep_alive;
-        let chapter = event_loop.config.chapter;
-        write_response(&mut self.out, &response, &framing, chapter, &date::now());
-        event_loop.stats.requests_served += 1;
-    }
-
-    fn close(&mut self, event_loop: &mut EventLoop) -> Next {
-        event_loop.stats.connections_open -= 1;
-        None // done: the loop drops it, which closes the socket
-    }
-}
-
-impl Handler for Connection {
     /// Bytes came, or end of file, or an error. One read: if more is waiting, `poll` says
     /// so again next turn.
-    fn on_readable(&mut self, event_loop: &mut EventLoop, token: Token) -> Next {
+    fn on_readable(&mut self, config: &Config, stats: &mut Stats, el: &mut EventLoop) {
         let mut chunk = [0u8; 16 * 1024];
         match self.stream.read(&mut chunk) {
-            Ok(0) => self.peer_closed = true,
-            Ok(count) => self.received.extend_from_slice(&chunk[..count]),
+            Ok(count) if count > 0 => self.received.extend_from_slice(&chunk[..count]),
             Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
-            Err(_) => return self.close(event_loop), // a reset: the client is gone
+            _ => return self.done = true, // end of file or a reset: the client is gone
         }
-        self.pending = true;
-        self.on_writable(event_loop, token)
+        // A whole request: answer it (with `Connection: close`: one request a connection).
+        // New: a `/sleep`'s answer is held until its chain lets it go.
+        let app = |request: &http::Request| run_app(request, config, stats, el, &self.held);
+        if http::answer(&mut self.received, &mut self.out, config.chapter, false, app).is_some() {
+            stats.requests_served += 1;
+            self.on_writable(); // most answers fit in the socket at once
+        }
     }
 
-    /// Once the last answer is sent, answers the next whole request (one a turn, so that
-    /// pipelined requests go in order and other clients get their turns), then sends what
-    /// the kernel takes now; `poll` says when it takes more.
-    fn on_writable(&mut self, event_loop: &mut EventLoop, token: Token) -> Next {
-        let waiting = self.waiting.is_some();
-        if self.out.is_empty() && self.pending && !self.last && !waiting {
-            self.answer_next(event_loop, token);
-        }
-        while !self.out.is_empty() {
+    /// There is room to write: send what the kernel takes now, and `poll` for the rest.
+    fn on_writable(&mut self) {
+        while !self.held.get() && !self.out.is_empty() {
             match self.stream.write(&self.out) {
                 Ok(count) => self.out.consume(count),
-                Err(error) if error.kind() == io::ErrorKind::WouldBlock => break,
-                Err(_) => return self.close(event_loop), // the client left
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => return,
+                Err(_) => break, // the client left
             }
         }
-        let waiting = self.waiting.is_some();
-        if self.out.is_empty() && !waiting && (self.last || self.peer_closed && !self.pending) {
-            return self.close(event_loop); // nothing more to read, answer or send
+        self.done = !self.held.get(); // all sent: close
+    }
+}
+
+/// What the loop calls.
+impl Connection {
+    /// Read until the request is in, then write until its answer is out: unless the
+    /// answer is held, and waits for its chain.
+    fn interest(&self) -> Interest {
+        match (self.held.get(), self.out.is_empty()) {
+            (true, _) => Interest::empty(),
+            (false, true) => Interest::POLLIN,
+            (false, false) => Interest::POLLOUT,
         }
-        let mut interest = Interest::empty();
-        let reading = !self.peer_closed && !self.last && self.received.len() < MAX_RECEIVED;
-        interest.set(Interest::POLLIN, reading);
-        // Writable again next turn with output left, or if another request may be in.
-        interest
-            .set(Interest::POLLOUT, !self.out.is_empty() || self.pending && !self.last && !waiting);
-        Some(interest) // empty while it waits with its buffer full: `poll` still sees a reset
     }
 
-    /// The answer a promise brought, to the request that waited for it.
-    fn on_answer(&mut self, event_loop: &mut EventLoop, token: Token, response: Response) -> Next {
-        if let Some(framing) = self.waiting.take() {
-            self.respond(response, framing, event_loop);
+    fn on_events(
+        &mut self, events: Interest, config: &Config, stats: &mut Stats, el: &mut EventLoop,
+    ) {
+        if events.contains(Interest::POLLOUT) {
+            self.on_writable();
+        } else {
+            self.on_readable(config, stats, el);
         }
-        self.on_writable(event_loop, token)
     }
 }
 
-impl AsFd for Connection {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.stream.as_fd()
-    }
-}
-
-/// What the application answered: a response now, or the promise of one.
-enum Reply {
-    Now(Response),
-    Later(Promise<Response>),
-}
-
-/// Asks the application what to do. `/sleep` is a chain: `delay(ms)`, then its answer. A
-/// slow disk or upstream still blocks.
-fn run_app(request: &http::Request, event_loop: &mut EventLoop) -> Reply {
-    let (config, stats) = (&event_loop.config, event_loop.stats);
-    let context = Context { chapter: config.chapter, upstream: config.upstream, stats };
-    Reply::Now(match app::handle(request, &context) {
-        Action::Respond(response) => response,
+/// Asks the application what to do. New: `/sleep`'s answer is held, and a chain lets it go:
+/// `delay(ms)`, then the step that clears `held`. A slow disk or upstream still blocks.
+fn run_app(
+    request: &http::Request, config: &Config, stats: &Stats, el: &mut EventLoop,
+    held: &Rc<Cell<bool>>,
+) -> Response {
+    let context = Context { chapter: config.chapter, upstream: config.upstream, stats: *stats };
+    match app::handle(request, &context) {
         Action::Sleep { ms } => {
-            let slept = event_loop.delay(Duration::from_millis(ms));
-            return Reply::Later(slept.then(event_loop, move |_, ()| app::slept(ms)));
+            held.set(true);
+            let held = held.clone();
+            el.delay(Duration::from_millis(ms)).then(move |_, ()| held.set(false));
+            app::slept(ms)
         }
-        Action::ReadFile { path } => {
-            files::response(&path, files::load(&config.root, &path, config.fs_delay))
-        }
-        Action::Upstream { address, path_and_query } => {
-            upstream::fetch_blocking(address, &path_and_query)
-        }
-    })
+        action => blocking::perform(action, config),
+    }
 }

@@ -4,8 +4,7 @@
 //! `/sleep` is `delay(ms).then(slept)` (see `run_app`), and `/upstream/`, chapter 4's nested
 //! callbacks, one flat chain raced against a 5 s `delay` for its 504 (`upstream.rs`).
 //!
-//! What still blocks: files. `files::load` reads the disk right here in the loop, so a
-//! slow disk (`--fs-delay-ms`) still holds everyone up. Chapter 6 moves that to threads.
+//! What still blocks: files, read in the loop (`blocking::perform`). Chapter 6 fixes that.
 
 mod connection;
 mod event_loop;
@@ -21,7 +20,7 @@ use shared::app::{self, Action, Context, Stats};
 use shared::args::{Config, Extra};
 use shared::http::{date, Request, Response};
 use shared::signals::Signals;
-use shared::{files, listener, log, trace};
+use shared::{blocking, listener, log, trace};
 
 use connection::Connection;
 use event_loop::{EventLoop, Handler};
@@ -203,9 +202,7 @@ fn run_app(request: &Request, event_loop: &mut ServerLoop, token: Token, server:
             answer_later(token, slept.then(move |(), _, _| Ok(app::slept(ms))));
             Reply::Later(Effect::Sleep(timer))
         }
-        Action::ReadFile { path } => {
-            Reply::Now(files::response(&path, files::load(&config.root, &path, config.fs_delay)))
-        }
+        action @ Action::ReadFile { .. } => Reply::Now(blocking::perform(action, config)),
         Action::Upstream { address, path_and_query } => {
             match upstream::fetch(event_loop, address, &path_and_query) {
                 Ok((socket, timeout, answer)) => {

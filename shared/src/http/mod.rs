@@ -7,10 +7,13 @@
 //!   difference between two chapters.
 //! - [`response`]: a [`Response`] and the code that writes it as bytes.
 //! - [`date`]: the `Date` header's format (RFC 9110's IMF-fixdate).
+//! - [`take_request`] and [`answer()`]: the three in one step, for the sketches.
 
+mod answer;
 pub mod date;
 pub mod request;
 pub mod response;
 
+pub use answer::{answer, take_request};
 pub use request::{parse, Parse, ParseError, Request, Version};
 pub use response::{Body, Response};
