@@ -306,7 +306,7 @@ impl Connection {
         } else if self.received.is_empty() && self.kept_alive {
             config.keep_alive_timeout // idle between requests
         } else {
-            config.header_timeout // new, or a request begun: its head must come in time
+            config.header_timeout // new, or a request begun: it must come whole in time
         };
         Some(self.since + limit)
     }
@@ -316,7 +316,7 @@ impl Connection {
         if self.deadline(&server.config).is_some_and(|deadline| deadline <= Instant::now()) {
             trace!("fd {}: out of time", self.fd());
             if self.owes_nothing() && !self.received.is_empty() {
-                // A request head begun and never finished (slowloris): say so, then close.
+                // A request begun and never finished (slowloris): say so, then close.
                 let timeout = Response { close: true, ..Response::error(408, "too slow") };
                 self.respond(&timeout, Framing::CLOSE, server);
             } else {
