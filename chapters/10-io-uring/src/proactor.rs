@@ -194,7 +194,6 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
 }
 // ANCHOR_END: turn
 
-// ANCHOR: finish
 /// Ends this thread's ring once its tasks are gone. Their operations' cancels are only
 /// queued, so, as tokio-uring's driver does, it turns until every operation has completed
 /// (its memory freed, its descriptor closed: an open listener would take clients nobody
@@ -217,7 +216,6 @@ impl Drop for Proactor {
         std::mem::take(&mut self.slots).into_values().for_each(|slot| std::mem::forget(slot.owned));
     }
 }
-// ANCHOR_END: finish
 
 // ANCHOR: op
 /// An operation in the ring, as a future: ready with its result (`res`: a count, a
