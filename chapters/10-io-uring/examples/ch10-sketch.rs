@@ -77,8 +77,7 @@ impl Connection {
     /// Its operation completed: a send if answers waited, else a receive.
     fn on_completion(&mut self, done: io_uring_cqe, ring: &mut Ring, config: &Config) -> bool {
         if done.res <= 0 {
-            // The client left: 0 is its close, `-errno` a reset or `EPIPE` (Rust ignores SIGPIPE).
-            return false;
+            return false; // the client left: 0 is a close, `-errno` a reset (`EPIPE`: no signal)
         } else if !self.out.is_empty() {
             self.out.consume(done.res as usize); // all of it, or a part: the rest goes next
         } else {
