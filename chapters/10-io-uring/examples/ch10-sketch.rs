@@ -9,10 +9,10 @@
 //!
 //! Left out, and where chapter 10 has it (in `chapters/10-io-uring/src/`):
 //! - operations as futures that tasks await, and their cancels: `proactor.rs`, `Op`
-//! - an idle client's receive holds 16 KiB: `net.rs` polls first (chapter 11 holds none)
+//! - a receive that waits on an idle client holds 16 KiB: `net.rs` polls for bytes first
 //! - timeouts, a timer linked to each operation: `proactor.rs`, `submit`
 //! - `/upstream/` (501 here): `upstream.rs`; files, `/sleep` holding up no one: `fs.rs`, `time.rs`
-//! - lingering close (`connection.rs`); signals, shutdown, `EMFILE` (a spin here), loops: `main.rs`
+//! - lingering close: `connection.rs`; signals, shutdown, a loop per core, `EMFILE`: `main.rs`
 
 #[allow(dead_code)] // the chapter's ring has kinds of entry the sketch does not use
 #[path = "../src/ring.rs"]
@@ -53,7 +53,7 @@ fn main() -> io::Result<()> {
             if done.user_data == LISTENER {
                 accepting = false; // one accept, one client: the next turn asks for the next
                 let Ok(fd) = u32::try_from(done.res) else { continue };
-                // SAFETY: a descriptor just made, for us alone (else `res` is `-errno`: it reset).
+                // SAFETY: a descriptor just made, for us alone (a failed accept was skipped above).
                 let stream = unsafe { TcpStream::from_raw_fd(done.res) };
                 let new =
                     Connection { stream, received: vec![], out: Buffer::new(), closing: false };

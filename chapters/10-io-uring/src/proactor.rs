@@ -192,6 +192,7 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
     with(|proactor| proactor.woken = woken); // empty, its room kept for the next turn
     Ok(())
 }
+// ANCHOR_END: turn
 
 /// Ends this thread's ring once its tasks are gone. Their operations' cancels are only
 /// queued, so, as tokio-uring's driver does, it turns until every operation has completed
@@ -215,7 +216,6 @@ impl Drop for Proactor {
         std::mem::take(&mut self.slots).into_values().for_each(|slot| std::mem::forget(slot.owned));
     }
 }
-// ANCHOR_END: turn
 
 // ANCHOR: op
 /// An operation in the ring, as a future: ready with its result (`res`: a count, a

@@ -60,7 +60,7 @@ fn main() -> io::Result<()> {
             if done.user_data == LISTENER {
                 accepting = done.flags & IORING_CQE_F_MORE != 0; // else it ended: ask again
                 let Ok(fd) = u32::try_from(done.res) else { continue };
-                // SAFETY: a descriptor just made, for us alone (else `res` is `-errno`: it reset).
+                // SAFETY: a descriptor just made, for us alone (a failed accept was skipped above).
                 let stream = unsafe { TcpStream::from_raw_fd(done.res) };
                 let (received, out) = (Buffer::new(), Buffer::new());
                 let new = Connection { stream, received, out, closing: false, receiving: false };

@@ -278,6 +278,7 @@ pub fn turn(timeout: Option<Duration>) -> io::Result<()> {
     with(|proactor| proactor.woken = woken); // empty, its room kept for the next turn
     Ok(())
 }
+// ANCHOR_END: turn
 
 /// Ends this thread's ring once its tasks are gone. Their operations' cancels are only
 /// queued, so, as tokio-uring's driver does, it turns until every operation has completed
@@ -305,7 +306,6 @@ impl Drop for Proactor {
         self.slots.iter_mut().for_each(|slot| std::mem::forget(std::mem::take(&mut slot.state)));
     }
 }
-// ANCHOR_END: turn
 
 // ANCHOR: op
 /// An operation in the ring, as a future: ready with its result (`res`: a count, a
