@@ -1,10 +1,11 @@
 //! Sketch of chapter 3: an event loop. Chapter 2's loop no longer knows what it watches: it
 //! holds `Handler`s, each owning a socket, saying what it waits for, called back when it
-//! is ready: the listener, the signal pipe (SIGTERM: a graceful stop), and each
+//! is ready: the listener, the signal pipe (SIGINT, SIGTERM: a graceful stop), and each
 //! `Connection`, which now answers request after request (keep-alive), pipelined in order.
 //!
 //! Left out (`chapters/03-event-loop/src/` has them): `Token`s naming the registrations, a
-//! lingering close, running out of descriptors, a bound on how long a graceful stop waits.
+//! lingering close, running out of descriptors, a bound on how long a graceful stop waits,
+//! a callback's panic (here it ends the program; there, only that client).
 
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -43,7 +44,8 @@ fn main() {
         // handlers too (the listener: newcomers are refused).
         handlers.retain(|handler| !(handler.is_done() || server.stopping && handler.is_idle()));
         handlers.append(&mut server.accepted); // the clients the listener took in
-        server.stats.connections_open = handlers.len().saturating_sub(2) as u64;
+        let services = if server.stopping { 0 } else { 2 }; // a stop drops signals, listener
+        server.stats.connections_open = (handlers.len() - services) as u64;
     } // a graceful stop is over: exit, status 0
 }
 
@@ -101,6 +103,7 @@ impl Connection {
     }
 }
 
+#[rustfmt::skip] // short callbacks on one line, as in the trait
 impl Handler for Connection {
     /// Read only while we owe the client nothing: one that sends faster than it reads waits.
     fn interest(&self) -> Interest {
@@ -119,13 +122,8 @@ impl Handler for Connection {
         }
     }
 
-    fn is_done(&self) -> bool {
-        self.done
-    }
-
-    fn is_idle(&self) -> bool {
-        self.received.is_empty() && self.out.is_empty()
-    }
+    fn is_done(&self) -> bool { self.done }
+    fn is_idle(&self) -> bool { self.received.is_empty() && self.out.is_empty() }
 }
 
 /// What the loop holds and calls back; it owns a socket, lent to `poll`. Idle: nothing in
