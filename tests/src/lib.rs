@@ -30,8 +30,10 @@
 //! - [`gradebook`]: the same verdicts for a program to read: JSON, and JUnit XML for
 //!   GitHub Actions and Classroom; [`selection`]: which checks a run makes (`--only`,
 //!   `--row`, and a row's short name); [`progress`]: the runner's progress line.
-//! - [`lock`]: what each generated piece of the book (a quoted session, a timeline, the
-//!   benchmark) was made from, so that the book's check can tell a stale one.
+//!
+//! The book's tools (the benchmark, the load generator, the timelines, the sessions, the
+//! lab maker) and the book's checks use this crate as a library: they are the package
+//! `book-tools`, in `book/tools/`.
 //!
 //! Two front ends share all of this: `cargo test` (tests/suite.rs: one test per probe
 //! and chapter) and the runner in `src/main.rs`, which can also check a server the suite
@@ -46,7 +48,6 @@ pub mod flags;
 pub mod gradebook;
 pub mod harness;
 pub mod kernel;
-pub mod lock;
 pub mod manifest;
 pub mod probes;
 pub mod progress;

@@ -33,11 +33,12 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// The repository's root: `shared/` sits directly inside it.
+/// The repository's root: this package is `book/tools/` inside it.
 fn repository() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the shared crate lives inside the repository")
+        .ancestors()
+        .nth(2)
+        .expect("the book's tools live inside the repository")
         .to_path_buf()
 }
 

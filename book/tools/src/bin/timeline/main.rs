@@ -14,7 +14,7 @@
 //!
 //! `book/tools/gen-timelines.sh` redraws every chapter's picture for the book. A picture
 //! drawn into the book's folder records what it was made from in the book's lock
-//! (`suite::lock`), so that the book's check fails once its chapter changes and it was
+//! (`book_tools::lock`), so that the book's check fails once its chapter changes and it was
 //! not drawn again.
 
 mod canvas;
@@ -269,7 +269,8 @@ fn record(chapter: &Chapter, out: &Path) -> Result<(), String> {
     let book = root.join("book/src/generated");
     if out.canonicalize().ok().is_some_and(|out| book.canonicalize().ok() == Some(out)) {
         let name = format!("timeline-ch{:02}", chapter.number);
-        suite::lock::piece(&root, &name).and_then(|piece| suite::lock::record(&root, &piece))?;
+        book_tools::lock::piece(&root, &name)
+            .and_then(|piece| book_tools::lock::record(&root, &piece))?;
     }
     Ok(())
 }

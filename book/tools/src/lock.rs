@@ -7,7 +7,7 @@
 //! It means: made from today's inputs. So every generator, when it writes a piece,
 //! records in `book/src/generated/sessions.lock` one line, `NAME HASH`, where `HASH` is
 //! [`hash_files`] of the files the piece was made from. The book's check
-//! (`shared/tests/book.rs`) recomputes each hash and fails when one differs: somebody
+//! (`book/tools/tests/book.rs`) recomputes each hash and fails when one differs: somebody
 //! changed an input and did not run the generator again.
 //!
 //! The pieces, and their inputs (a folder counts with every `*.rs`, `*.toml`, `*.py`,
@@ -19,10 +19,10 @@
 //!   file itself and what its `# inputs:` lines name.
 //! - `timeline-chNN` for each `book/src/generated/timeline-chNN.svg`, drawn by
 //!   `book/tools/gen-timelines.sh`: the chapter's folder, the shared crate's code and
-//!   `tests/src/bin/timeline`.
+//!   `book/tools/src/bin/timeline`.
 //! - `bench` for `book/src/generated/bench.md` and `bench.svg`, written by
-//!   `cargo run --release -p suite --bin bench`: every chapter, the shared crate's code and
-//!   `tests/src/bin/bench`.
+//!   `cargo run --release -p book-tools --bin bench`: every chapter, the shared crate's
+//!   code and `book/tools/src/bin/bench`.
 //! - `image-NAME` for each hand-drawn diagram `book/src/images/NAME.svg` that depicts code:
 //!   the picture itself and the files its `<!-- depicts: FILE... -->` line names. Nobody
 //!   can draw it again by program; a person checks it against those files and records
@@ -30,11 +30,11 @@
 //!   change to the code it shows, or to the picture, makes it stale until somebody looks.
 //!
 //! "The shared crate's code" is `shared/src` and `shared/Cargo.toml`: `shared/tests` holds
-//! the book's own check, which changes nothing a program prints.
+//! the parser's own tests, which change nothing a program prints.
 //!
-//! This file needs nothing but `std` and nothing else of this crate, because two programs
-//! use it: the suite's generators (as `suite::lock`), and the book's check, which includes
-//! it with `#[path]`. One hash function, written once, for both.
+//! Two kinds of program use this file: the generators (`bench`, `timeline`, `sessions`),
+//! which write the lock, and the book's check (`tests/book.rs`, `tests/prose/`), which
+//! reads it. One hash function, written once, for both.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -196,11 +196,11 @@ pub fn pieces(root: &Path) -> Result<Vec<Piece>, String> {
             .ok_or_else(|| format!("{name}.svg draws chapter {number}, which does not exist"))?;
         let mut inputs = vec![format!("chapters/{folder}")];
         inputs.extend(SHARED.map(str::to_string));
-        inputs.push("tests/src/bin/timeline".to_string());
+        inputs.push("book/tools/src/bin/timeline".to_string());
         pieces.push(Piece {
             output: format!("book/src/generated/{name}.svg"),
             remake: format!(
-                "cargo run -p suite --bin timeline -- --chapter {}",
+                "cargo run -p book-tools --bin timeline -- --chapter {}",
                 number.trim_start_matches('0')
             ),
             name,
@@ -226,12 +226,12 @@ pub fn pieces(root: &Path) -> Result<Vec<Piece>, String> {
     if generated.join("bench.md").is_file() {
         let mut inputs = vec!["chapters".to_string()];
         inputs.extend(SHARED.map(str::to_string));
-        inputs.push("tests/src/bin/bench".to_string());
+        inputs.push("book/tools/src/bin/bench".to_string());
         pieces.push(Piece {
             name: "bench".to_string(),
             output: "book/src/generated/bench.md".to_string(),
             inputs,
-            remake: "cargo run --release -p suite --bin bench".to_string(),
+            remake: "cargo run --release -p book-tools --bin bench".to_string(),
         });
     }
     Ok(pieces)
@@ -272,8 +272,8 @@ pub fn record(root: &Path, piece: &Piece) -> Result<(), String> {
     lines.insert(piece.name.clone(), hash);
     let mut text = String::from(
         "# What each generated piece of the book was made from: NAME HASH, the hash of its\n\
-         # inputs when its generator last ran (tests/src/lock.rs). Written by the generators;\n\
-         # shared/tests/book.rs fails when a hash no longer matches the inputs.\n",
+         # inputs when its generator last ran (book/tools/src/lock.rs). Written by the\n\
+         # generators; book/tools/tests/book.rs fails when a hash no longer matches them.\n",
     );
     for (name, hash) in &lines {
         text.push_str(&format!("{name} {hash}\n"));

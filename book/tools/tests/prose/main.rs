@@ -46,14 +46,13 @@ mod pictures;
 // The sessions' format and what they expect of their outputs, as the generator reads them
 // (`book/tools/gen-sessions.sh`), and the lock that says which outputs are fresh.
 #[allow(dead_code)] // the parts only the generator needs
-#[path = "../../../tests/src/bin/sessions/expect.rs"]
+#[path = "../../src/bin/sessions/expect.rs"]
 mod expect;
 #[allow(dead_code)]
-#[path = "../../../tests/src/lock.rs"]
-mod lock;
-#[allow(dead_code)]
-#[path = "../../../tests/src/bin/sessions/session.rs"]
+#[path = "../../src/bin/sessions/session.rs"]
 mod session;
+
+use book_tools::lock;
 
 use std::collections::BTreeSet;
 use std::sync::OnceLock;

@@ -4,7 +4,7 @@
 //! a session, `book/sessions/NAME.sh` (its format: `session.rs`, or `--help`), run from the
 //! repository's root in one bash process, exactly as a reader would type it. What it
 //! printed goes to `book/src/generated/sessions/NAME.txt`, which the page includes; the
-//! hash of what it was made from goes to the lock (`suite::lock`), so that the book's check
+//! hash of what it was made from goes to the lock (`book_tools::lock`), so that the book's check
 //! fails once the session or its inputs change and the output was not made again.
 //!
 //! `book/tools/gen-sessions.sh` runs this program.
@@ -20,8 +20,8 @@ use std::process::{Command, ExitCode, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use book_tools::lock::{self, SESSIONS, SESSION_OUTPUTS};
 use suite::chapters::workspace_root;
-use suite::lock::{self, SESSIONS, SESSION_OUTPUTS};
 
 const USAGE: &str = "\
 usage: book/tools/gen-sessions.sh [NAME...]

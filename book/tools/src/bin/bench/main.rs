@@ -18,7 +18,7 @@
 //! server with `LD_PRELOAD`). It prints a Markdown report and writes it, with an SVG
 //! chart and the raw results (`results.rs`), to the book's `generated/` folder; `--redraw`
 //! draws the report and the chart again from those. A run records what it was made from
-//! in the book's lock (`suite::lock`), so that the book's check fails once a chapter
+//! in the book's lock (`book_tools::lock`), so that the book's check fails once a chapter
 //! changes and the benchmark was not run again.
 //!
 //! The pieces, one file each: `options` (the command line), `targets` and `nginx`
@@ -350,10 +350,10 @@ fn run(options: &Options, args: &[String]) -> Result<(), String> {
         // Written where the book looks: the lock records what this run was made from, so
         // that the book's check can tell when a chapter changed after it.
         if same_folder(&folder, &workspace.join("book/src/generated")) {
-            suite::lock::piece(&workspace, "bench")
-                .and_then(|piece| suite::lock::record(&workspace, &piece))
+            book_tools::lock::piece(&workspace, "bench")
+                .and_then(|piece| book_tools::lock::record(&workspace, &piece))
                 .map_err(|error| format!("cannot record the run in the lock: {error}"))?;
-            eprintln!("bench: recorded its inputs in {}", suite::lock::LOCK);
+            eprintln!("bench: recorded its inputs in {}", book_tools::lock::LOCK);
         }
     }
     eprintln!("bench: finished in {}", human_duration(started.elapsed()));
@@ -395,9 +395,9 @@ fn same_folder(one: &Path, other: &Path) -> bool {
 fn find_workspace() -> Result<PathBuf, String> {
     let is_root =
         |folder: &Path| folder.join("chapters").is_dir() && folder.join("Cargo.toml").is_file();
-    let built_from = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let built_from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     if is_root(&built_from) {
-        // `tests/..` reads oddly in messages; the plain path does not.
+        // `book/tools/../..` reads oddly in messages; the plain path does not.
         return Ok(built_from.canonicalize().unwrap_or(built_from));
     }
     let here = std::env::current_dir().map_err(|error| error.to_string())?;

@@ -4,11 +4,12 @@
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
-/// The repository's root: `shared/` sits directly inside it.
+/// The repository's root: this package is `book/tools/` inside it.
 pub fn repository() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the shared crate lives inside the repository")
+        .ancestors()
+        .nth(2)
+        .expect("the book's tools live inside the repository")
         .to_path_buf()
 }
 
@@ -50,10 +51,18 @@ pub fn chapter_folders() -> Vec<(u32, String)> {
     found
 }
 
-/// The code every page may speak of, whatever its chapter: `shared` and the suite. The
-/// book's own checks are left out: they quote the pages, and would vouch for any name.
-pub const ALWAYS_IN_SCOPE: &[&str] = &["shared/src", "shared/tests", "tests/src", "tests/tests"];
-pub const NEVER_IN_SCOPE: &[&str] = &["shared/tests/book.rs", "shared/tests/prose"];
+/// The code every page may speak of, whatever its chapter: `shared`, the suite and the
+/// book's tools. The book's own checks are left out: they quote the pages, and would vouch
+/// for any name.
+pub const ALWAYS_IN_SCOPE: &[&str] = &[
+    "shared/src",
+    "shared/tests",
+    "tests/src",
+    "tests/tests",
+    "book/tools/src",
+    "book/tools/tests",
+];
+pub const NEVER_IN_SCOPE: &[&str] = &["book/tools/tests/book.rs", "book/tools/tests/prose"];
 
 /// A page the prose checks read, and the code it speaks of.
 pub struct Page {

@@ -41,16 +41,15 @@ use std::fs;
 use std::path::{Component, Path, PathBuf};
 use std::process::Command;
 
-// The hash the generators record, written once for both: they use it as `suite::lock`.
-#[allow(dead_code)] // the parts only the generators need
-#[path = "../../tests/src/lock.rs"]
-mod lock;
+// The hash the generators record, written once for both.
+use book_tools::lock;
 
-/// The repository's root: `shared/` sits directly inside it.
+/// The repository's root: this package is `book/tools/` inside it.
 fn repository() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the shared crate lives inside the repository")
+        .ancestors()
+        .nth(2)
+        .expect("the book's tools live inside the repository")
         .to_path_buf()
 }
 
