@@ -4,8 +4,8 @@
 # inputs: Cargo.toml Cargo.lock book/src/ch04-scheduler.md
 # timeout: 600
 @ rm -rf /tmp/ana-ch04
-@ cargo build -p suite --bins
-@ cargo run -q -p suite --bin lab -- 4 /tmp/ana-ch04
+@ cargo build -p suite -p book-tools --bins
+@ cargo run -q -p book-tools --bin lab -- 4 /tmp/ana-ch04
 $ cargo build --release --manifest-path /tmp/ana-ch04/Cargo.toml
 $ /tmp/ana-ch04/target/release/ana-ch04 --help
 # expect: 4 checks: 1 pass, 3 expected limitations, 0 fail

@@ -4,8 +4,8 @@
 # inputs: Cargo.toml Cargo.lock book/src/ch04-scheduler.md
 # timeout: 900
 @ rm -rf /tmp/ana-ch04
-@ cargo build -p suite --bins
-@ cargo run -q -p suite --bin lab -- 4 /tmp/ana-ch04
+@ cargo build -p suite -p book-tools --bins
+@ cargo run -q -p book-tools --bin lab -- 4 /tmp/ana-ch04
 @ cargo build --release --manifest-path /tmp/ana-ch04/Cargo.toml
 # expect: FAIL  graceful shutdown on SIGTERM (expected: has it): 1 of 2 checks fails; broken: prompt_shutdown
 # expect: {} checks: {} pass, 4 expected limitations, 9 fail

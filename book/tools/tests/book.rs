@@ -26,7 +26,7 @@
 //!   hand;
 //! - every generated output (the sessions, the timelines, the benchmark) was made from
 //!   today's inputs: `generated/sessions.lock` records a hash of what each was made from
-//!   (`tests/src/lock.rs`), and a change to an input without a new run is a failure;
+//!   (`book/tools/src/lock.rs`), and a change to an input without a new run is a failure;
 //! - no line typed in a code block is wider than the column either;
 //! - every chapter's exercises link to their answers in Appendix E;
 //! - no table is wider than the text column at a 1,280 px window (`TEXT_COLUMN_PX`),

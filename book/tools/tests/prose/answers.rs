@@ -436,7 +436,8 @@ pub fn build(blocks: &[Built], workspace: &Path) -> Vec<String> {
         &workspace.join("Cargo.toml"),
         &format!(
             "# The answers' Rust blocks, each built into a copy of its chapter by\n\
-             # shared/tests/prose/answers.rs. Made by the test; nothing here is edited by hand.\n\
+             # book/tools/tests/prose/answers.rs. Made by the test; nothing here is edited by \
+             hand.\n\
              [workspace]\nresolver = \"2\"\nmembers = [{}]\n\n[workspace.package]\n{package}\n\n\
              [workspace.dependencies]\n{dependencies}\n",
             members_list.join(", ")

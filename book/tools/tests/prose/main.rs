@@ -23,7 +23,7 @@
 //!   reason.
 //! - sessions: each fresh session's output shows what its `# expect:`, `# range:` and
 //!   `# quiet` lines say, prints something for every shown command, and shows no suite
-//!   failure nobody expects (`tests/src/bin/sessions/expect.rs`, which the generator runs
+//!   failure nobody expects (`book/tools/src/bin/sessions/expect.rs`, which the generator runs
 //!   too).
 //! - diffs (`diffs.rs`): what a chapter's page says of its step's files ("`a.rs` is new",
 //!   "six are gone", "the other files are chapter 8's") agrees with the step's generated
@@ -33,7 +33,7 @@
 //!   when that code changes.
 //!
 //! It lives beside `book.rs`, as a test of its own, so that each can be run alone:
-//! `cargo test -p shared --test prose`.
+//! `cargo test -p book-tools --test prose`.
 
 mod answers;
 mod code;
@@ -269,7 +269,7 @@ fn every_answers_rust_builds_against_its_chapter() {
 
 /// Every fresh session's output shows what the session expects of it: no shown command
 /// that printed nothing, no suite failure the page does not expect, every `# expect:` and
-/// `# range:` holding (`tests/src/bin/sessions/expect.rs`). The generator checks the same
+/// `# range:` holding (`book/tools/src/bin/sessions/expect.rs`). The generator checks the same
 /// before it writes an output; this catches an output made before a session said what it
 /// expects, or edited by hand. (A stale session is `book.rs`'s to report; set
 /// `PROSE_CHECK_STALE=1` to check the stale ones' last outputs too.)

@@ -2,7 +2,7 @@
 //! as a page's are. A diagram says which code it depicts (`<!-- depicts: FILE... -->`, or
 //! `depicts: none` for a picture of an idea), the names its text writes must be in those
 //! files (or outside our code, by the allow-list), and its counts are held as a page's.
-//! The lock (`tests/src/lock.rs`, `image-NAME`) makes a diagram stale when a file it
+//! The lock (`book/tools/src/lock.rs`, `image-NAME`) makes a diagram stale when a file it
 //! depicts changes, until somebody has looked at it again.
 
 /// The words of a diagram: its `<title>`, `<desc>`, and each `<text>` and `<tspan>`, each

@@ -256,7 +256,7 @@ pub mod tests {
             let size: f64 = size.split('"').next().and_then(|n| n.parse().ok()).expect("a size");
             assert!(size >= 12.0, "text of {size} px");
         }
-        // To look at it: BENCH_CHART=/tmp/chart.svg cargo test -p suite --bin bench
+        // To look at it: BENCH_CHART=/tmp/chart.svg cargo test -p book-tools --bin bench
         if let Some(path) = std::env::var_os("BENCH_CHART") {
             std::fs::write(path, svg).expect("the chart can be written where asked");
         }

@@ -57,7 +57,7 @@ impl Generator {
         match self {
             Generator::Wrk { version, .. } => format!("{version}, 1 thread"),
             Generator::Own { .. } => {
-                "the workbook's own `load` (tests/src/bin/load.rs), 1 thread".to_string()
+                "the workbook's own `load` (book/tools/src/bin/load/main.rs), 1 thread".to_string()
             }
         }
     }

@@ -2,7 +2,7 @@
 //! picture.
 //!
 //! ```text
-//! cargo run --release -p suite --bin bench -- [--quick] [--chapters 1,2,3]
+//! cargo run --release -p book-tools --bin bench -- [--quick] [--chapters 1,2,3]
 //!     [--out book/src/generated | --no-write] [--generator auto|wrk|own] [--no-nginx] ...
 //! ```
 //!
@@ -317,7 +317,7 @@ fn run(options: &Options, args: &[String]) -> Result<(), String> {
     }
 
     // 7. The report: on the terminal, and as the book's generated files.
-    let mut command = "cargo run --release -p suite --bin bench".to_string();
+    let mut command = "cargo run --release -p book-tools --bin bench".to_string();
     if !args.is_empty() {
         command.push_str(" -- ");
         command.push_str(&args.join(" "));

@@ -135,7 +135,7 @@ fn config_text(
     };
     let folder = folder.display();
     format!(
-        "# Written by the workbook's benchmark harness (tests/src/bin/bench).
+        "# Written by the workbook's benchmark harness (book/tools/src/bin/bench).
 {load_echo}
 daemon off;
 master_process {master};

@@ -16,7 +16,7 @@ usage: bench [--quick] [--chapters 1,2,3] [--out DIR | --no-write]
   --out DIR          where to write bench.md, bench.svg and the raw results,
                      bench-results.txt (default: book/src/generated)
   --no-write         only print the report
-  --generator G      wrk (default when installed) or own (tests/src/bin/load.rs)
+  --generator G      wrk (default when installed) or own (book/tools/src/bin/load/main.rs)
   --no-nginx         do not run nginx (one worker, and x2: two workers) as the peer
   --scenarios LIST   only these scenarios: keep-alive-1, keep-alive-50, keep-alive-500,
                      pipelined-16, file-8mib, file-64k, pipelined-echo-64k, idle-0,

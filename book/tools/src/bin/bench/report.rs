@@ -147,7 +147,7 @@ fn header(out: &mut String, run: &Run) {
     let _ = writeln!(
         out,
         "\nThe chart `bench.svg` next to this file is drawn from the same run, whose raw \
-         results are kept beside it in `{}`: `cargo run --release -p suite --bin bench -- \
+         results are kept beside it in `{}`: `cargo run --release -p book-tools --bin bench -- \
          --redraw` draws both again from them.",
         crate::results::FILE
     );
@@ -323,7 +323,7 @@ fn allocations(out: &mut String, run: &Run, notes: &mut Vec<Note>) {
     let _ = writeln!(out, "\n### Heap allocations per `/hello` request\n");
     let _ = writeln!(
         out,
-        "A counter loaded into the server with `LD_PRELOAD` (`tests/src/bin/bench/\
+        "A counter loaded into the server with `LD_PRELOAD` (`book/tools/src/bin/bench/\
          alloc_counter.rs`) counts every call into glibc's allocator that allocates (`malloc`, \
          `calloc`, `realloc`, the aligned ones), as the server runs. After a warm-up, each \
          server answered exactly {few} and then {many} `/hello` requests over one connection; \

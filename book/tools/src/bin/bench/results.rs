@@ -1,6 +1,6 @@
 //! The raw results of a run, kept beside the report (`bench-results.txt`), so that the
 //! report and the chart can be drawn again without running the benchmark again:
-//! `cargo run --release -p suite --bin bench -- --redraw`. Ten minutes of load are not
+//! `cargo run --release -p book-tools --bin bench -- --redraw`. Ten minutes of load are not
 //! needed to move a label.
 //!
 //! The format is plain text, one fact a line, its fields separated by tabs (two spaces
@@ -66,9 +66,9 @@ fn line(out: &mut String, fields: &[&str]) {
 /// The whole run as text.
 pub fn write(run: &Run) -> String {
     let mut out = String::from(
-        "# Raw results of the workbook's benchmark harness (tests/src/bin/bench/results.rs).\n\
-         # `cargo run --release -p suite --bin bench -- --redraw` draws bench.md and bench.svg \
-         from them again.\n",
+        "# Raw results of the workbook's benchmark harness (book/tools/src/bin/bench/results.rs).\n\
+         # `cargo run --release -p book-tools --bin bench -- --redraw` draws bench.md and \
+         bench.svg from them again.\n",
     );
     let out = &mut out;
     line(out, &["command", &run.command]);

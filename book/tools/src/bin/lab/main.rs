@@ -1,4 +1,4 @@
-//! `cargo run -p suite --bin lab -- N DIR`: every chapter is a lab.
+//! `cargo run -p book-tools --bin lab -- N DIR`: every chapter is a lab.
 //!
 //! A course wants its students to write the next stage, not only read it. This makes
 //! `DIR` a crate of its own that holds chapter N-1's program under the student's package
@@ -39,7 +39,7 @@ use suite::chapters::{self, Chapter, CHAPTERS};
 use cargo_toml::{Changes, Workspace};
 
 const USAGE: &str = "\
-usage: cargo run -p suite --bin lab -- [--name NAME] [--sketch] N DIR
+usage: cargo run -p book-tools --bin lab -- [--name NAME] [--sketch] N DIR
 
 Makes DIR (a new or empty folder, anywhere) a crate of its own holding chapter N-1's
 program under the package name NAME, for a student to make it chapter N. It depends on

@@ -161,8 +161,8 @@ pub fn readme(lab: &Lab) -> String {
         &format!(
             "This crate is chapter {before}'s program (`{}`) under the name `{}`, which the \
              program gives itself (in its usage, its `Server` header, its index page). Your \
-             task is to make it chapter {n}'s{title}. It was made by `cargo run -p suite --bin \
-             lab -- {n} {}` in the workbook at `{}`, and uses that workbook's `shared` crate \
+             task is to make it chapter {n}'s{title}. It was made by `cargo run -p book-tools \
+             --bin lab -- {n} {}` in the workbook at `{}`, and uses that workbook's `shared` crate \
              (`Cargo.toml` names it by its path).",
             lab.previous.name, lab.name, lab.folder, lab.workbook,
         ),
@@ -322,7 +322,7 @@ pub fn sketch_readme(lab: &SketchLab) -> String {
             "This crate is sketch {before} (`{}` in the workbook: chapter {before}'s idea, and \
              nothing else, in one small program) under the name `{}`, which the program gives \
              itself. Your task is to make it sketch {n}: to add chapter {n}'s idea, in as few \
-             lines as it takes. It was made by `cargo run -p suite --bin lab -- --sketch {n} \
+             lines as it takes. It was made by `cargo run -p book-tools --bin lab -- --sketch {n} \
              {}` in the workbook at `{}`, and uses that workbook's `shared` crate (`Cargo.toml` \
              names it by its path).",
             lab.previous.sketch_path().display(),

@@ -37,7 +37,7 @@
 //!   it. Otherwise a check failed while the session ran, and the page would show it.
 //!
 //! The generator (`main.rs`) checks each output before it writes it, and the book's check
-//! (`shared/tests/prose`) checks the committed outputs of the fresh sessions.
+//! (`book/tools/tests/prose`) checks the committed outputs of the fresh sessions.
 
 use crate::session::{Kind, Step};
 

@@ -25,7 +25,7 @@ use suite::chapters::workspace_root;
 
 const USAGE: &str = "\
 usage: book/tools/gen-sessions.sh [NAME...]
-       (or cargo run -p suite --bin sessions -- [NAME...])
+       (or cargo run -p book-tools --bin sessions -- [NAME...])
 
 Runs the sessions book/sessions/NAME.sh (all of them when none is named), one at a time,
 writes what each printed to book/src/generated/sessions/NAME.txt and records the hash of

@@ -16,7 +16,7 @@
 //! ```
 //!
 //! - `# inputs:` what the output depends on (files, or folders taken recursively),
-//!   relative to the repository's root; `tests/src/lock.rs` hashes them.
+//!   relative to the repository's root; `book/tools/src/lock.rs` hashes them.
 //! - `# timeout:` how many seconds the whole session may take (default 120).
 //! - `$ command`: shown on the page as `$ command`, and run.
 //! - `& command`: shown as `$ command`, and run in the background: a server the page runs

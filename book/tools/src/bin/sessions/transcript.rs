@@ -9,7 +9,7 @@
 use crate::session::{marker, Step};
 
 /// How many characters fit across the book's code column: `CODE_COLUMN` in
-/// shared/tests/book.rs, which checks every generated line against it.
+/// book/tools/tests/book.rs, which checks every generated line against it.
 pub const COLUMN: usize = 101;
 
 /// The page's text for a session's output. `steps` are the session's steps (the markers

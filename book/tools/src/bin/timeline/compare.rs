@@ -190,8 +190,8 @@ pub fn draw(name: &str, number: u8, panels: &[Panel]) -> String {
     let mut items = svg::legend_items(&pictures);
     items.insert(2, (Swatch::Fill(WALKING), "in poll: the kernel walks the list".into()));
     let redraw = format!(
-        "Redraw it: cargo run -p suite --bin timeline -- --chapter {number} (it opens the idle \
-         connections first, or --idle N, and adds {}, then --backend poll or epoll). A debug \
+        "Redraw it: cargo run -p book-tools --bin timeline -- --chapter {number} (it opens the \
+         idle connections first, or --idle N, and adds {}, then --backend poll or epoll). A debug \
          build, as cargo run makes it.",
         panels
             .first()

@@ -1,4 +1,4 @@
-//! `cargo run -p suite --bin timeline -- --chapter 4`: the loop, drawn from a real run.
+//! `cargo run -p book-tools --bin timeline -- --chapter 4`: the loop, drawn from a real run.
 //!
 //! Runs one fixed scenario (`scenario.rs`: A asks for `/sleep?ms=300`, B for `/hello` 50 ms
 //! later, C for a file on a slow disk at 100 ms) against a chapter started with `--trace`,
@@ -33,7 +33,7 @@ use lanes::Timeline;
 use scenario::{Run, Setup};
 
 const USAGE: &str = "\
-usage: cargo run -p suite --bin timeline -- [--chapter N]... [--all] [--out DIR] [--keep-trace]
+usage: cargo run -p book-tools --bin timeline -- [--chapter N]... [--all] [--out DIR] [--keep-trace]
                                             [--idle N]
 
 Runs chapter N with --trace against three clients (A: /sleep?ms=300 at 0 ms, B: /hello at

@@ -368,7 +368,7 @@ pub fn redraw_words(number: u8, flags: &[String]) -> String {
         [] => String::new(),
         flags => format!(" (it adds {})", flags.join(" ")),
     };
-    format!("Redraw it: cargo run -p suite --bin timeline -- --chapter {number}{flags}.")
+    format!("Redraw it: cargo run -p book-tools --bin timeline -- --chapter {number}{flags}.")
 }
 
 /// The whole picture.
