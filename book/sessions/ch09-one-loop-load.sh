@@ -1,5 +1,6 @@
 # Chapter 8 under load: one thread does all the work.
-# inputs: chapters/08-async shared/src shared/Cargo.toml book/tools/src/bin/load book/tools/Cargo.toml
+# inputs: chapters/08-async shared/src shared/Cargo.toml
+# inputs: book/tools/src/bin/load book/tools/Cargo.toml tests/src/response.rs
 # timeout: 600
 @ cargo build --release -p ch08-async
 @ cargo build --release -p book-tools --bin load

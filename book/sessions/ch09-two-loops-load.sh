@@ -1,5 +1,6 @@
 # Chapter 9 under the same load, with two loops.
-# inputs: chapters/09-multicore shared/src shared/Cargo.toml book/tools/src/bin/load book/tools/Cargo.toml
+# inputs: chapters/09-multicore shared/src shared/Cargo.toml
+# inputs: book/tools/src/bin/load book/tools/Cargo.toml tests/src/response.rs
 # timeout: 600
 @ cargo build --release -p ch09-multicore
 @ cargo build --release -p book-tools --bin load

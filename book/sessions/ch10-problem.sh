@@ -1,7 +1,8 @@
 # Chapter 9 with one loop, under load: the system calls it makes, counted by strace, and
 # how many that is per 100 requests. strace lets go once every client has closed, so that
 # their closes are always counted.
-# inputs: chapters/09-multicore shared/src shared/Cargo.toml book/tools/src/bin/load book/tools/Cargo.toml
+# inputs: chapters/09-multicore shared/src shared/Cargo.toml
+# inputs: book/tools/src/bin/load book/tools/Cargo.toml tests/src/response.rs
 # timeout: 300
 @ cargo build --release -p ch09-multicore
 @ cargo build --release -p book-tools --bin load

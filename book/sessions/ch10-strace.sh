@@ -1,7 +1,8 @@
 # Chapter 10 with one loop, under load: the system calls it makes, counted by strace, and
 # how many calls to io_uring_enter that is per 100 requests; with 50 connections, then 5.
 # strace lets go once every client has closed, so that their closes are always counted.
-# inputs: chapters/10-io-uring shared/src shared/Cargo.toml book/tools/src/bin/load book/tools/Cargo.toml
+# inputs: chapters/10-io-uring shared/src shared/Cargo.toml
+# inputs: book/tools/src/bin/load book/tools/Cargo.toml tests/src/response.rs
 # timeout: 300
 @ cargo build --release -p ch10-io-uring
 @ cargo build --release -p book-tools --bin load

@@ -16,7 +16,8 @@
 //!   failing-as-expected result is the lesson. Working where the manifest says "no" is
 //!   an error too, so the table can never drift from the truth.
 //! - [`server`], [`client`], [`upstream`], [`kernel`], [`resources`]: the tools the probes
-//!   use: a guard around a server process, a deliberately low-level HTTP client, a tiny
+//!   use: a guard around a server process, a deliberately low-level HTTP client (which
+//!   reads what [`response`] says a response is, as the book's load generator does), a tiny
 //!   upstream server for `/upstream/`, a look at the kernel's socket queues, and at what a
 //!   server process uses (CPU time, memory, descriptors).
 //!
@@ -53,6 +54,7 @@ pub mod probes;
 pub mod progress;
 pub mod report;
 pub mod resources;
+pub mod response;
 pub mod selection;
 pub mod server;
 pub mod site;

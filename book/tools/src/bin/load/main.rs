@@ -18,9 +18,9 @@
 //! number (requests, requests per second, latency percentiles, errors by kind) on stdout,
 //! for people and for `bench` to read.
 //!
-//! How it waits: the standard library has no `poll`, and this crate takes no dependencies,
-//! so each thread keeps its sockets non-blocking and sweeps over them, trying each one in
-//! turn. A sweep that made no progress is followed by `yield_now`, and after 2 ms without
+//! How it waits: the standard library has no `poll`, and the load generator keeps to it
+//! (what it takes from the suite is how to read a response, `suite::response`), so each
+//! thread keeps its sockets non-blocking and sweeps over them, trying each one in turn. A sweep that made no progress is followed by `yield_now`, and after 2 ms without
 //! progress by short sleeps, so an idle generator does not burn a core for nothing. (A
 //! sweep over 500 sockets costs about 500 failed `read`s; the numbers it reports for 500
 //! connections are therefore a little pessimistic, which the book says where it matters.)
@@ -38,6 +38,8 @@ use std::process::exit;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use suite::response::Splitter;
+
 const USAGE: &str = "\
 usage: load [--connections N] [--threads T] [--duration SECS] [--requests N]
             [--pipeline DEPTH] [--body-size BYTES] [--timeout SECS] http://HOST:PORT/PATH
@@ -52,9 +54,6 @@ usage: load [--connections N] [--threads T] [--duration SECS] [--requests N]
 
 Prints `key value` lines: requests, requests_per_s, latency_p50_us, latency_p99_us,
 errors (and errors_* by kind), reconnects, unanswered, bytes_read, ...";
-
-/// A response head longer than this is treated as garbage rather than buffered forever.
-const MAX_HEAD: usize = 64 * 1024;
 
 /// After this long without any progress, a thread sleeps between sweeps instead of spinning.
 const SPIN_BEFORE_SLEEP: Duration = Duration::from_millis(2);
@@ -272,7 +271,9 @@ struct Connection {
     /// Requests sent and not yet answered, and when their batch was sent.
     pending: usize,
     sent_at: Instant,
-    reader: ResponseReader,
+    /// Splits what arrives into responses: the suite's reader, so that the load generator
+    /// holds a server to what the suite does.
+    reader: Splitter,
 }
 
 impl Connection {
@@ -284,7 +285,7 @@ impl Connection {
             written: 0,
             pending: 0,
             sent_at: now,
-            reader: ResponseReader::new(),
+            reader: Splitter::new(),
         }
     }
 
@@ -293,7 +294,7 @@ impl Connection {
         self.stream = None;
         self.pending = 0;
         self.written = 0;
-        self.reader = ResponseReader::new();
+        self.reader = Splitter::new();
     }
 }
 
@@ -506,175 +507,6 @@ fn open(address: SocketAddr, wait: Duration) -> io::Result<TcpStream> {
     Ok(stream)
 }
 
-// ANCHOR: reader
-/// Splits a stream of bytes into HTTP/1.1 responses, by `Content-Length` (which every
-/// chapter sends) or chunked (nginx's answer to `/echo`, whose length it does not know
-/// when it starts). The body is counted, not kept: an 8 MiB file costs no memory.
-struct ResponseReader {
-    /// The head received so far (bytes up to the blank line), or a chunked body's line.
-    head: Vec<u8>,
-    part: Part,
-    status: u16,
-    close: bool,
-}
-
-/// Where in a response the reader is.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Part {
-    Head,
-    /// Bytes still to come: of a body with a `Content-Length`, or of a chunk and the CRLF
-    /// after it (`chunked`: then the next chunk's size line follows).
-    Bytes {
-        left: u64,
-        chunked: bool,
-    },
-    /// A chunked body: the line that says how long the next chunk is.
-    ChunkSize,
-    /// After the last (empty) chunk: trailer lines, up to an empty one.
-    Trailer,
-}
-
-impl ResponseReader {
-    fn new() -> ResponseReader {
-        ResponseReader { head: Vec::new(), part: Part::Head, status: 0, close: false }
-    }
-
-    /// Takes the next bytes from the socket. Calls `done(status, close)` for each
-    /// response completed; `done` returns whether to go on reading after it.
-    fn feed(
-        &mut self, mut data: &[u8], mut done: impl FnMut(u16, bool) -> bool,
-    ) -> Result<(), &'static str> {
-        while !data.is_empty() {
-            let mut complete = false;
-            match self.part {
-                Part::Head => {
-                    // Look for the blank line that ends the head, starting a little before
-                    // the new bytes in case "\r\n\r\n" was split between two reads.
-                    let old = self.head.len();
-                    self.head.extend_from_slice(data);
-                    let from = old.saturating_sub(3);
-                    let Some(at) = find(&self.head[from..], b"\r\n\r\n") else {
-                        if self.head.len() > MAX_HEAD {
-                            return Err("response head too long");
-                        }
-                        return Ok(());
-                    };
-                    let end = from + at + 4;
-                    let (status, length, close) = parse_head(&self.head[..end])?;
-                    data = &data[end - old..];
-                    self.head.clear();
-                    self.status = status;
-                    self.close = close;
-                    self.part = match length {
-                        Some(0) => {
-                            complete = true;
-                            Part::Head
-                        }
-                        Some(left) => Part::Bytes { left, chunked: false },
-                        None => Part::ChunkSize,
-                    };
-                }
-                Part::Bytes { left, chunked } => {
-                    let take = left.min(data.len() as u64);
-                    data = &data[take as usize..];
-                    self.part = match (left - take, chunked) {
-                        (0, true) => Part::ChunkSize,
-                        (0, false) => {
-                            complete = true;
-                            Part::Head
-                        }
-                        (left, chunked) => Part::Bytes { left, chunked },
-                    };
-                }
-                Part::ChunkSize | Part::Trailer => {
-                    let Some(line) = self.line(&mut data)? else { return Ok(()) };
-                    if self.part == Part::Trailer {
-                        complete = line.is_empty();
-                        if complete {
-                            self.part = Part::Head;
-                        }
-                    } else {
-                        // `1a2b;extension`: hexadecimal, then anything after a ';'.
-                        let size = line.split(';').next().unwrap_or_default().trim();
-                        let size = u64::from_str_radix(size, 16).map_err(|_| "bad chunk size")?;
-                        self.part = match size {
-                            0 => Part::Trailer,
-                            size => Part::Bytes { left: size + 2, chunked: true },
-                        };
-                    }
-                }
-            }
-            if complete && !done(self.status, self.close) {
-                return Ok(());
-            }
-        }
-        Ok(())
-    }
-
-    /// One line of a chunked body (without its CRLF), or `None` until it has all arrived;
-    /// the bytes taken are removed from the front of `data`.
-    fn line(&mut self, data: &mut &[u8]) -> Result<Option<String>, &'static str> {
-        let Some(end) = data.iter().position(|&byte| byte == b'\n') else {
-            self.head.extend_from_slice(data);
-            *data = &[];
-            return if self.head.len() > MAX_HEAD { Err("chunk line too long") } else { Ok(None) };
-        };
-        self.head.extend_from_slice(&data[..end]);
-        *data = &data[end + 1..];
-        let line = String::from_utf8_lossy(&self.head).trim_end_matches('\r').to_string();
-        self.head.clear();
-        Ok(Some(line))
-    }
-}
-
-/// Reads the status, the body's length (`None`: chunked) and whether the server will
-/// close, from a head.
-fn parse_head(head: &[u8]) -> Result<(u16, Option<u64>, bool), &'static str> {
-    let text = std::str::from_utf8(head).map_err(|_| "response head is not UTF-8")?;
-    let mut lines = text.split("\r\n");
-    let status_line = lines.next().ok_or("empty response")?;
-    let mut parts = status_line.splitn(3, ' ');
-    let version = parts.next().unwrap_or_default();
-    let status: u16 = parts.next().and_then(|code| code.parse().ok()).ok_or("bad status line")?;
-    if !version.starts_with("HTTP/1.") {
-        return Err("not an HTTP/1.x response");
-    }
-    // HTTP/1.0 closes unless it says otherwise; HTTP/1.1 keeps alive unless it says close.
-    let mut close = version == "HTTP/1.0";
-    let mut length = None;
-    let mut chunked = false;
-    for line in lines.filter(|line| !line.is_empty()) {
-        let (name, value) = line.split_once(':').ok_or("bad header line")?;
-        let value = value.trim();
-        if name.eq_ignore_ascii_case("content-length") {
-            length = Some(value.parse::<u64>().map_err(|_| "bad Content-Length")?);
-        } else if name.eq_ignore_ascii_case("connection") {
-            for token in value.split(',').map(str::trim) {
-                if token.eq_ignore_ascii_case("close") {
-                    close = true;
-                } else if token.eq_ignore_ascii_case("keep-alive") {
-                    close = false;
-                }
-            }
-        } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            chunked = value.to_ascii_lowercase().trim_end().ends_with("chunked");
-        }
-    }
-    // 204 and 304 have no body; everything else we meet here says how long it is, or
-    // that it comes in chunks.
-    match (status, length, chunked) {
-        (204 | 304, _, _) => Ok((status, Some(0), close)),
-        (_, _, true) => Ok((status, None, close)),
-        (_, Some(length), false) => Ok((status, Some(length), close)),
-        (_, None, false) => Err("response without Content-Length"),
-    }
-}
-// ANCHOR_END: reader
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|window| window == needle)
-}
-
 fn print_report(options: &Options, totals: &Totals, elapsed: Duration) {
     let mut latencies = totals.latencies_us.clone();
     latencies.sort_unstable();
@@ -728,78 +560,5 @@ fn percentile(sorted: &[u32], percent: f64) -> u32 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reader_splits_pipelined_responses_across_reads() {
-        let one = b"HTTP/1.1 200 OK\r\nContent-Length: 14\r\n\r\nHello, world!\n";
-        let stream: Vec<u8> = one.repeat(3);
-        let mut reader = ResponseReader::new();
-        let mut seen = Vec::new();
-        // Feed in awkward pieces, including one that splits "\r\n\r\n".
-        for piece in stream.chunks(7) {
-            reader
-                .feed(piece, |status, close| {
-                    seen.push((status, close));
-                    true
-                })
-                .expect("valid responses");
-        }
-        assert_eq!(seen, vec![(200, false); 3]);
-    }
-
-    #[test]
-    fn reader_stops_after_connection_close() {
-        let bytes =
-            b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200";
-        let mut reader = ResponseReader::new();
-        let mut seen = Vec::new();
-        reader
-            .feed(bytes, |status, close| {
-                seen.push((status, close));
-                !close
-            })
-            .expect("valid response");
-        assert_eq!(seen, vec![(200, true)]);
-    }
-
-    #[test]
-    fn heads_without_length_or_with_garbage_are_errors() {
-        assert!(parse_head(b"HTTP/1.1 200 OK\r\n\r\n").is_err());
-        assert!(parse_head(b"SSH-2.0-OpenSSH\r\n\r\n").is_err());
-        assert_eq!(
-            parse_head(b"HTTP/1.0 404 Not Found\r\nContent-Length: 3\r\n\r\n"),
-            Ok((404, Some(3), true))
-        );
-    }
-
-    #[test]
-    fn reader_follows_chunked_bodies_across_reads() {
-        let one = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\
-                    5\r\nhello\r\n10;x=y\r\n0123456789abcdef\r\n0\r\n\r\n";
-        let stream: Vec<u8> = one.repeat(3);
-        for size in [1, 2, 7, stream.len()] {
-            let mut reader = ResponseReader::new();
-            let mut seen = 0;
-            for piece in stream.chunks(size) {
-                reader
-                    .feed(piece, |_, _| {
-                        seen += 1;
-                        true
-                    })
-                    .expect("valid responses");
-            }
-            assert_eq!(seen, 3, "in pieces of {size}");
-            assert_eq!(reader.part, Part::Head);
-        }
-    }
-
-    #[test]
-    fn percentiles_use_nearest_rank() {
-        let values: Vec<u32> = (1..=100).collect();
-        assert_eq!(percentile(&values, 50.0), 50);
-        assert_eq!(percentile(&values, 99.0), 99);
-        assert_eq!(percentile(&[], 99.0), 0);
-    }
-}
+#[path = "main_tests.rs"]
+mod tests;
