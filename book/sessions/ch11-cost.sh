@@ -2,6 +2,7 @@
 # per request with fifty clients; then the heap allocations of one request.
 # inputs: chapters/09-multicore chapters/10-io-uring chapters/11-multishot shared/src
 # inputs: shared/Cargo.toml tests/src tests/Cargo.toml
+# inputs: book/tools/src/bin/bench book/tools/Cargo.toml
 # timeout: 900
 @ cargo build --release -p book-tools --bin bench
 $ cargo run --release -p book-tools --bin bench -- --chapters 9,10,11 --no-nginx --no-write \

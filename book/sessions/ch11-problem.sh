@@ -2,6 +2,7 @@
 # request, with one client and with fifty, and the heap allocations of one request.
 # inputs: chapters/09-multicore chapters/10-io-uring shared/src shared/Cargo.toml
 # inputs: tests/src tests/Cargo.toml
+# inputs: book/tools/src/bin/bench book/tools/Cargo.toml
 # timeout: 600
 @ cargo build --release -p book-tools --bin bench
 $ cargo run --release -p book-tools --bin bench -- --chapters 9,10 --no-nginx --no-write \

@@ -2,6 +2,7 @@
 # would be another folder): a fresh lab, the student's src/ in it, both chapters whole.
 # inputs: tests/src tests/Cargo.toml chapters/03-event-loop shared/src shared/Cargo.toml
 # inputs: Cargo.toml Cargo.lock book/src/ch04-scheduler.md
+# inputs: book/tools/src/bin/lab book/tools/Cargo.toml
 # timeout: 900
 @ rm -rf /tmp/ana-ch04
 @ cargo build -p suite -p book-tools --bins

@@ -2,6 +2,7 @@
 # summary (about half a minute). Then the one check of an older row that fails, alone.
 # inputs: tests/src tests/Cargo.toml chapters/03-event-loop shared/src shared/Cargo.toml
 # inputs: Cargo.toml Cargo.lock book/src/ch04-scheduler.md
+# inputs: book/tools/src/bin/lab book/tools/Cargo.toml
 # timeout: 900
 @ rm -rf /tmp/ana-ch04
 @ cargo build -p suite -p book-tools --bins

@@ -3,6 +3,7 @@
 # inputs: book/tools/src/bin/lab tests/src/chapters.rs tests/src/manifest.rs tests/src/flags.rs
 # inputs: tests/src/probes/mod.rs tests/Cargo.toml chapters/03-event-loop Cargo.toml Cargo.lock
 # inputs: book/src/ch04-scheduler.md
+# inputs: book/tools/Cargo.toml
 # timeout: 300
 @ rm -rf /tmp/ana-ch04
 @ cargo build -p book-tools --bin lab
