@@ -2,10 +2,11 @@
 # would be another folder): a fresh lab, the student's src/ in it, both chapters whole.
 # inputs: tests/src tests/Cargo.toml chapters/03-event-loop shared/src shared/Cargo.toml
 # inputs: Cargo.toml Cargo.lock book/src/ch04-scheduler.md
+# inputs: book/tools/src/bin/lab book/tools/Cargo.toml
 # timeout: 900
 @ rm -rf /tmp/ana-ch04
-@ cargo build -p suite --bins
-@ cargo run -q -p suite --bin lab -- 4 /tmp/ana-ch04
+@ cargo build -p suite -p book-tools --bins
+@ cargo run -q -p book-tools --bin lab -- 4 /tmp/ana-ch04
 $ cat > /tmp/grade.sh <<'END'
 #!/bin/sh
 # grade.sh STUDENT N: holds the src/ of a student's lab to chapters N-1 and N, and leaves
@@ -14,7 +15,7 @@ $ cat > /tmp/grade.sh <<'END'
 set -u
 work="$(mktemp -d)" && trap 'rm -rf "$work"' EXIT
 lab="$work/lab"
-cargo run -q -p suite --bin lab -- --name student "$2" "$lab" > /dev/null || exit 2
+cargo run -q -p book-tools --bin lab -- --name student "$2" "$lab" > /dev/null || exit 2
 rm -r "$lab/src" && cp -r "$1/src" "$lab/src"
 cargo build -q --release --manifest-path "$lab/Cargo.toml" || exit 1
 status=0

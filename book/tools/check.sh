@@ -3,7 +3,7 @@
 #
 # Usage: book/tools/check.sh        (from anywhere in the repository)
 #
-# 1. The checks in shared/tests/book.rs: every include names an existing file and anchor,
+# 1. The checks in book/tools/tests/book.rs: every include names an existing file and anchor,
 #    every diff and table a page shows is fresh (book/tools/gen-diffs.sh would not change
 #    it), a page shows a diff's table and folds the diff in <details>, no included code
 #    line is wider than the book's code column, the summary lists exactly the pages that
@@ -14,7 +14,7 @@
 #    timelines, the benchmark) was made from today's inputs, by the hashes in
 #    book/src/generated/sessions.lock. `book/tools/gen-sessions.sh --status` lists the
 #    stale ones and the command that makes each again.
-# 2. The checks in shared/tests/prose/: the prose says what the code does. Every name in
+# 2. The checks in book/tools/tests/prose/: the prose says what the code does. Every name in
 #    backticks is in the code its page speaks of, or in book/names-outside.txt; every
 #    Rust block of an answer builds against its chapter (or says why not); no count is
 #    typed where it can drift (book/counts-allowed.txt lists the few that stay); every
@@ -31,11 +31,11 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 
-echo "== book: includes, diffs, tables, code width, summary, links, pictures, quoted output (shared/tests/book.rs)"
-cargo test --quiet -p shared --test book
+echo "== book: includes, diffs, tables, code width, summary, links, pictures, quoted output (book/tools/tests/book.rs)"
+cargo test --quiet -p book-tools --test book
 
-echo "== book: names, answers' code, counts, sessions' expectations, diffs' files, diagrams (shared/tests/prose)"
-cargo test --quiet -p shared --test prose
+echo "== book: names, answers' code, counts, sessions' expectations, diffs' files, diagrams (book/tools/tests/prose)"
+cargo test --quiet -p book-tools --test prose
 
 if ! command -v mdbook >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/mdbook" ]; then
     export PATH="$HOME/.cargo/bin:$PATH"

@@ -43,7 +43,7 @@
 # two files whole, comments and all (in a sketch the comments are the lesson too), without
 # anchor lines and with the times cut, as above.
 #
-# shared/tests/book.rs runs this script into a temporary folder and fails when the
+# book/tools/tests/book.rs runs this script into a temporary folder and fails when the
 # committed pieces differ from what it produces, so a stale diff cannot reach the book.
 # Run it after changing any chapter whose diff a page shows, or any sketch.
 set -euo pipefail

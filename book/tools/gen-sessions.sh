@@ -9,7 +9,7 @@
 #        book/tools/gen-sessions.sh --status      which generated pieces are stale
 #        book/tools/gen-sessions.sh --help        the session format
 #
-# A session file, line by line (tests/src/bin/sessions/session.rs has the details):
+# A session file, line by line (book/tools/src/bin/sessions/session.rs has the details):
 #
 #   # inputs: chapters/08-async shared/src shared/Cargo.toml
 #                      what the output depends on: files, or folders taken recursively
@@ -33,7 +33,7 @@
 # A session fails, and its output is not written, when a shown command prints nothing
 # (unless it only starts, stops, waits, builds or writes a file, or is `# quiet`), when a
 # suite summary counts a failure no `# expect:` of its command matches, or when an
-# expectation does not hold (tests/src/bin/sessions/expect.rs).
+# expectation does not hold (book/tools/src/bin/sessions/expect.rs).
 #
 # A line ending in `\` continues on the next (shown and run as one command). Every
 # command runs from the repository's root, in one bash process, so `&`, `%1` and
@@ -44,7 +44,7 @@
 # The output shows each command and then what it, and any background job, printed, in
 # the order it was printed; cargo's status lines (Compiling, Finished, Running, ...) and
 # build warnings are left out, the repository's path is shown as `.`, and a line wider
-# than the book's code column (101 characters) is wrapped. shared/tests/book.rs fails when
+# than the book's code column (101 characters) is wrapped. book/tools/tests/book.rs fails when
 # a session or one of its inputs changed since its output was made
 # ("... is stale (its inputs changed): run book/tools/gen-sessions.sh NAME"), when a page
 # types a program's output by hand instead of including a session, and when a line is
@@ -53,4 +53,4 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
-exec cargo run --quiet -p suite --bin sessions -- "$@"
+exec cargo run --quiet -p book-tools --bin sessions -- "$@"

@@ -3,8 +3,8 @@
 #
 #   book/src/generated/timeline-ch04.svg   chapter 4 serving three clients, drawn from its --trace
 #
-# Each is drawn from a real run by `cargo run -p suite --bin timeline` (see
-# tests/src/bin/timeline/main.rs): the chapter starts with --trace and a slow disk
+# Each is drawn from a real run by `cargo run -p book-tools --bin timeline` (see
+# book/tools/src/bin/timeline/main.rs): the chapter starts with --trace and a slow disk
 # (--fs-delay-ms 200), client A asks for /sleep?ms=300, B for /hello 50 ms later and C for
 # a file at 100 ms, each on its own connection, and the trace is drawn on one time axis:
 # what the loop (and from chapter 6 the pool's worker) did, and when each client was
@@ -22,8 +22,8 @@
 # when one is more than 15 ms late) and the server must not wait for a CPU. The times differ
 # a little from run to run, so unlike the diffs the pictures are not compared byte for
 # byte: each picture records the hash of what it was drawn from (the chapter's folder, the
-# shared crate's code, tests/src/bin/timeline) in book/src/generated/sessions.lock, and
-# shared/tests/book.rs fails when those inputs changed after it was drawn
+# shared crate's code, book/tools/src/bin/timeline) in book/src/generated/sessions.lock, and
+# book/tools/tests/book.rs fails when those inputs changed after it was drawn
 # ("... is stale (its inputs changed)"), and when a picture a page shows does not exist.
 set -euo pipefail
 
@@ -37,4 +37,4 @@ cd "$root"
 ulimit -n 20000 2>/dev/null || true # chapter 7's idle connections need the descriptors
 # The chapters asked for (`--chapter N`, passed on as they are), or every one.
 [ $# -gt 0 ] || set -- --all
-cargo run --quiet -p suite --bin timeline -- "$@" --out "$out"
+cargo run --quiet -p book-tools --bin timeline -- "$@" --out "$out"

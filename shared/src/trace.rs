@@ -33,7 +33,7 @@
 //! then what happened. A line from a named thread other than `main` says whose it is,
 //! `[   12.345 ms] [pool-worker-0] text`, so that the lines of a thread pool's workers
 //! (chapter 6 on) and of chapter 9's loops can be told apart. The loop of chapters 1-8
-//! runs on `main`, so its lines stay as they were. `cargo run -p suite --bin timeline`
+//! runs on `main`, so its lines stay as they were. `cargo run -p book-tools --bin timeline`
 //! reads these lines back and draws them.
 
 use std::fmt::{self, Write as _};

@@ -3,73 +3,16 @@
 //! Real clients hide exactly what the suite must control: how the bytes are split into
 //! writes, when a connection is closed or reset, whether the response really ends where
 //! `Content-Length` says. So this one sends the raw bytes it is given and reads the answer
-//! byte for byte, with a deadline on every wait.
+//! byte for byte, with a deadline on every wait. What a response is (where its head ends,
+//! what it says, where its body ends) it takes from [`crate::response`].
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-/// The most a response head may take before we call it garbage.
-const MAX_HEAD: usize = 64 * 1024;
+use crate::response::{head_length, Framing, RawHead, MAX_HEAD};
 
-/// A parsed response.
-#[derive(Clone, Debug)]
-pub struct Response {
-    pub status: u16,
-    /// In the order received, names as sent.
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
-
-impl Response {
-    /// The first value of header `name` (case-insensitive).
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(key, _)| key.eq_ignore_ascii_case(name))
-            .map(|(_, value)| value.as_str())
-    }
-
-    /// How many times header `name` appears.
-    pub fn header_count(&self, name: &str) -> usize {
-        self.headers.iter().filter(|(key, _)| key.eq_ignore_ascii_case(name)).count()
-    }
-
-    /// Does the server say it will close the connection after this response?
-    pub fn says_close(&self) -> bool {
-        self.has_connection_option("close")
-    }
-
-    /// Does the `Connection` header list `option` (`close`, `keep-alive`)?
-    pub fn has_connection_option(&self, option: &str) -> bool {
-        self.headers
-            .iter()
-            .filter(|(key, _)| key.eq_ignore_ascii_case("connection"))
-            .flat_map(|(_, value)| value.split(','))
-            .any(|token| token.trim().eq_ignore_ascii_case(option))
-    }
-
-    /// The body as text, for messages and comparisons.
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-
-    /// "404 (no such route)": the status and the start of the body, for messages; "404"
-    /// alone when there is no body (or it has not been read).
-    pub fn summary(&self) -> String {
-        let line = self.body.split(|&byte| byte == b'\n').next().unwrap_or_default();
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if line.is_empty() {
-            return self.status.to_string();
-        }
-        // A binary body is shown escaped (`\x00\xff...`): raw, it would garble the report.
-        let shown = match std::str::from_utf8(line) {
-            Ok(text) if !text.chars().any(char::is_control) => text.to_string(),
-            _ => line.escape_ascii().to_string(),
-        };
-        format!("{} ({})", self.status, truncate(&shown, 60))
-    }
-}
+pub use crate::response::Response;
 
 /// A response head, read before its body (see [`Client::read_head`]).
 #[derive(Debug)]
@@ -225,8 +168,8 @@ impl Client {
         &mut self, deadline: Instant, to_head_request: bool,
     ) -> Result<Head, ReadError> {
         let head_end = loop {
-            if let Some(end) = find(&self.pending, b"\r\n\r\n") {
-                break end + 4;
+            if let Some(end) = head_length(&self.pending) {
+                break end;
             }
             if self.pending.len() > MAX_HEAD {
                 return Err(ReadError::Malformed("a response head over 64 KiB".into()));
@@ -234,33 +177,20 @@ impl Client {
             self.fill(deadline)?;
         };
         let head: Vec<u8> = self.pending.drain(..head_end).collect();
-        let response = parse_head(&head).map_err(ReadError::Malformed)?;
-        let lengths: Vec<&str> = response
-            .headers
-            .iter()
-            .filter(|(name, _)| name.eq_ignore_ascii_case("content-length"))
-            .map(|(_, value)| value.as_str())
-            .collect();
-        let bodiless = to_head_request
-            || response.status == 204
-            || response.status == 304
-            || response.status < 200;
-        let content_length = match lengths.as_slice() {
-            [one] => one.parse::<usize>().map_err(|_| {
-                ReadError::Malformed(format!("Content-Length is not a number: {one:?}"))
-            })?,
-            // The contract lets answers that never have a body (HEAD, 204, 304) go
-            // without; everything else must say how long its body is.
-            [] if bodiless => 0,
-            [] => {
+        let raw = RawHead::parse(&head).map_err(ReadError::Malformed)?;
+        let response = raw.to_response().map_err(ReadError::Malformed)?;
+        // The contract lets answers that never have a body (HEAD, 1xx, 204, 304) go
+        // without `Content-Length`; everything else must say how long its body is.
+        let body_length = match raw.framing(to_head_request).map_err(ReadError::Malformed)? {
+            Framing::Length(length) => length,
+            Framing::Chunked => {
                 return Err(ReadError::Malformed(format!(
                     "{} without Content-Length (the contract requires one)",
                     response.status
                 )))
             }
-            _ => return Err(ReadError::Malformed("more than one Content-Length".into())),
         };
-        Ok(Head { response, body_length: if bodiless { 0 } else { content_length } })
+        Ok(Head { response, body_length })
     }
 
     /// Reads up to `limit` more body bytes (at least one), for probes that want to hold a
@@ -316,40 +246,6 @@ impl Client {
     }
 }
 
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|window| window == needle)
-}
-
-/// Parses `HTTP/1.1 200 OK\r\nName: value\r\n...\r\n\r\n`.
-fn parse_head(head: &[u8]) -> Result<Response, String> {
-    let text = std::str::from_utf8(head).map_err(|_| "the head is not UTF-8".to_string())?;
-    let text = text.strip_suffix("\r\n\r\n").unwrap_or(text);
-    let mut lines = text.split("\r\n");
-    let status_line = lines.next().unwrap_or_default();
-    let mut parts = status_line.splitn(3, ' ');
-    let (Some("HTTP/1.1"), Some(code)) = (parts.next(), parts.next()) else {
-        return Err(format!("bad status line {status_line:?}"));
-    };
-    let status = code
-        .parse::<u16>()
-        .ok()
-        .filter(|status| (100..600).contains(status) && code.len() == 3)
-        .ok_or_else(|| format!("bad status line {status_line:?}"))?;
-    let mut headers = Vec::new();
-    for line in lines {
-        if line.contains('\n') || line.contains('\r') {
-            return Err(format!("a bare CR or LF in header line {line:?}"));
-        }
-        let (name, value) =
-            line.split_once(':').ok_or_else(|| format!("header line without a colon: {line:?}"))?;
-        if name.is_empty() || name.contains(' ') {
-            return Err(format!("bad header name in {line:?}"));
-        }
-        headers.push((name.to_string(), value.trim().to_string()));
-    }
-    Ok(Response { status, headers, body: Vec::new() })
-}
-
 /// Shortens `text` to at most `max` characters for a message.
 pub fn truncate(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
@@ -367,25 +263,5 @@ pub fn show(bytes: &[u8]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A read that gave up says how long it waited.
-    #[test]
-    fn a_timeout_says_how_long_it_waited() {
-        let timed_out = ReadError::TimedOut { received: 12, waited: Duration::from_secs(5) };
-        assert_eq!(timed_out.to_string(), "no whole response within 5.00 s (12 bytes arrived)");
-    }
-
-    #[test]
-    fn parses_a_head() {
-        let response =
-            parse_head(b"HTTP/1.1 404 Not Found\r\nContent-Length: 3\r\nConnection: close\r\n\r\n")
-                .unwrap();
-        assert_eq!(response.status, 404);
-        assert_eq!(response.header("content-length"), Some("3"));
-        assert!(response.says_close());
-        assert!(parse_head(b"HTTP/1.1 20 OK\r\n\r\n").is_err());
-        assert!(parse_head(b"SSH-2.0\r\n\r\n").is_err());
-    }
-}
+#[path = "client_tests.rs"]
+mod tests;

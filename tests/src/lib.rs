@@ -16,7 +16,8 @@
 //!   failing-as-expected result is the lesson. Working where the manifest says "no" is
 //!   an error too, so the table can never drift from the truth.
 //! - [`server`], [`client`], [`upstream`], [`kernel`], [`resources`]: the tools the probes
-//!   use: a guard around a server process, a deliberately low-level HTTP client, a tiny
+//!   use: a guard around a server process, a deliberately low-level HTTP client (which
+//!   reads what [`response`] says a response is, as the book's load generator does), a tiny
 //!   upstream server for `/upstream/`, a look at the kernel's socket queues, and at what a
 //!   server process uses (CPU time, memory, descriptors).
 //!
@@ -30,8 +31,10 @@
 //! - [`gradebook`]: the same verdicts for a program to read: JSON, and JUnit XML for
 //!   GitHub Actions and Classroom; [`selection`]: which checks a run makes (`--only`,
 //!   `--row`, and a row's short name); [`progress`]: the runner's progress line.
-//! - [`lock`]: what each generated piece of the book (a quoted session, a timeline, the
-//!   benchmark) was made from, so that the book's check can tell a stale one.
+//!
+//! The book's tools (the benchmark, the load generator, the timelines, the sessions, the
+//! lab maker) and the book's checks use this crate as a library: they are the package
+//! `book-tools`, in `book/tools/`.
 //!
 //! Two front ends share all of this: `cargo test` (tests/suite.rs: one test per probe
 //! and chapter) and the runner in `src/main.rs`, which can also check a server the suite
@@ -46,12 +49,12 @@ pub mod flags;
 pub mod gradebook;
 pub mod harness;
 pub mod kernel;
-pub mod lock;
 pub mod manifest;
 pub mod probes;
 pub mod progress;
 pub mod report;
 pub mod resources;
+pub mod response;
 pub mod selection;
 pub mod server;
 pub mod site;

@@ -12,14 +12,14 @@
 //! `--addr`): then there is no process to manage, and probes that need one skip.
 
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{self, BufRead, BufReader, Read};
 use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, ChildStderr, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::thread;
+use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use crate::chapters::Chapter;
@@ -333,156 +333,108 @@ impl Server {
         args
     }
 
+    /// One start: run the program, drain its pipes, wait for its first line, and read the
+    /// address from it, or say why there is none.
     fn spawn(
         chapter: &'static Chapter, program: &Program, options: &Options, with_optional_flags: bool,
         patience: Duration,
     ) -> Result<Server, Refused> {
         let args = Server::arguments(options, with_optional_flags);
-        let mut command = program.command(&args, options.fd_limit);
-        command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let label = program.label(chapter);
-        let Spawned { mut child, group } = ProcessGroup::spawn(&mut command, program)
+        let Spawned { mut child, group } = Server::run(program, &args, options.fd_limit)
             .map_err(|error| Refused::Other(format!("cannot run {label}: {error}")))?;
-
-        // Both pipes are drained by threads for the whole life of the process: a server
-        // that fills a pipe nobody reads would block in its next print. (Unless the probe
-        // wants stderr closed: then it is held, unread, until the first line has come.)
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        let mut stderr_reader = None;
-        let mut stderr_to_close = None;
-        let mut unread_stderr = None;
-        if options.close_stderr {
-            stderr_to_close = child.stderr.take();
-        } else if options.unread_stderr {
-            unread_stderr = child.stderr.take();
-        } else if let Some(mut pipe) = child.stderr.take() {
-            let kept = Arc::clone(&stderr);
-            let limit = if options.trace { TRACE_KEPT } else { STDERR_KEPT };
-            stderr_reader = Some(thread::spawn(move || {
-                let mut chunk = [0u8; 4096];
-                while let Ok(count @ 1..) = pipe.read(&mut chunk) {
-                    let mut kept = kept.lock().unwrap_or_else(|poison| poison.into_inner());
-                    kept.extend_from_slice(&chunk[..count]);
-                    if kept.len() > limit {
-                        let excess = kept.len() - limit;
-                        kept.drain(..excess);
-                    }
-                }
-            }));
-        }
-        let (first_line, first_line_arrives) = mpsc::channel();
-        if let Some(pipe) = child.stdout.take() {
-            thread::spawn(move || {
-                let mut lines = BufReader::new(pipe).lines();
-                if let Some(Ok(line)) = lines.next() {
-                    let _ = first_line.send(line);
-                }
-                for _ in lines {} // the rest is not ours to judge; keep the pipe empty
-            });
-        }
+        let stderr = StderrPipe::take(&mut child, options);
+        let first_line = first_line_of_stdout(&mut child);
         let mut server = Server {
             chapter,
-            label: label.clone(),
+            label,
             address: SocketAddr::from(([127, 0, 0, 1], 0)),
             server_name: program.server_name(chapter),
             listening: String::new(),
             child: Some(child),
             group,
             exit: None,
-            stderr,
+            stderr: Arc::clone(&stderr.kept),
             dropped_flags: Vec::new(),
-            _unread_stderr: unread_stderr,
+            _unread_stderr: stderr.unread,
         };
         // For a reader's command, the whole command line, so they can run it themselves.
         let ran = program.typed(&args).map(|typed| format!(" (ran {typed})")).unwrap_or_default();
-
-        let line = match first_line_arrives.recv_timeout(patience) {
+        let line = match first_line.recv_timeout(patience) {
             Ok(line) => line,
             Err(mpsc::RecvTimeoutError::Timeout) => {
-                return Err(Refused::Other(format!(
-                    "{label} printed no first line on stdout within {} s{ran}: the contract \
-                     wants `listening on http://HOST:PORT` at once, flushed (stdout is a \
-                     pipe here, not a terminal, and many languages then hold output back: \
-                     flush it, e.g. Python's print(..., flush=True)){}",
-                    patience.as_secs(),
-                    server.stderr_note()
-                )))
+                return Err(Refused::Other(server.silent(patience, &ran)))
             }
+            // stdout closed without a line: the program ended (or is ending).
             Err(mpsc::RecvTimeoutError::Disconnected) => {
-                // stdout closed without a line: the program ended (or is ending).
-                let status = server.wait_for_exit(Instant::now() + Duration::from_secs(5));
-                // The process has ended, so its stderr is closed: wait until all of it
-                // has been read before judging what it said.
-                if let (Some(_), Some(reader)) = (status, stderr_reader) {
-                    let _ = reader.join();
-                }
-                let stderr = server.stderr_text();
-                // Ours say "unknown flag --threads"; a reader's may say it another way
-                // ("unrecognized arguments: --threads 2"), but names the flag.
-                let optional = options.if_supported.iter().find(|(flag, _)| stderr.contains(flag));
-                let names_a_flag = stderr.contains("unknown flag") || optional.is_some();
-                let code = status.and_then(|status| status.code());
-                let required = || {
-                    let names: Vec<&str> = FLAGS
-                        .iter()
-                        .filter(|flag| matches!(flag.needed, Needed::Always))
-                        .map(|flag| flag.name)
-                        .collect();
-                    format!(
-                        ": a refused command line? Every chapter takes {}; `cargo run -p \
-                         suite -- --flags-table` lists the flags of later chapters",
-                        names.join(", ")
-                    )
-                };
-                let why = match code {
-                    Some(127) if program.typed(&args).is_some() => {
-                        ": the shell found no such program. The suite runs `exec CMD ARGS`, \
-                         so CMD must be one program and its arguments; put anything more (a \
-                         `cd`, a variable) in a script"
-                            .to_string()
-                    }
-                    Some(126) => ": the program is not executable".to_string(),
-                    Some(2) => required(),
-                    // Refused, but not the way the suite can tell: it would have started
-                    // the server again without the flag.
-                    Some(_) if optional.is_some() => format!(
-                        ": its stderr names {}, a later chapter's flag; refuse a flag you do \
-                         not know with exit status 2, and the suite starts you again without it",
-                        optional.map_or("", |(flag, _)| flag)
-                    ),
-                    _ => String::new(),
-                };
-                let message = format!(
-                    "{label} exited without printing `listening on http://HOST:PORT` \
-                     ({}{why}){ran}{}",
-                    status.map_or("still running".to_string(), |status| status.to_string()),
-                    server.stderr_note()
-                );
-                if code == Some(2) && names_a_flag {
-                    return Err(Refused::UnknownFlag(message));
-                }
-                return Err(Refused::Other(message));
+                let typed = program.typed(&args).is_some();
+                return Err(server.ended_early(stderr.drain, options, typed, &ran));
             }
         };
         // The read end's last holder: from now on the server's writes to stderr fail.
-        drop(stderr_to_close);
-        // `SocketAddr` reads an IPv6 address only in brackets (`[::1]:41234`), as URLs
-        // write it: `::1:41234` is no address a client can use.
-        let address = line.strip_prefix("listening on http://");
-        server.address = address.and_then(|address| address.parse().ok()).ok_or_else(|| {
-            let hint = match address {
-                Some(address) if address.matches(':').count() > 1 && !address.starts_with('[') => {
-                    " (an IPv6 host goes in brackets, as in a URL: `http://[::1]:PORT`)"
-                }
-                _ => "",
-            };
+        drop(stderr.to_close);
+        server.address = listening_address(&line).map_err(|hint| {
             Refused::Other(format!(
-                "{label}'s first line on stdout is {line:?}, not `listening on \
-                 http://HOST:PORT` with the real port{hint}{ran}"
+                "{}'s first line on stdout is {line:?}, not `listening on \
+                 http://HOST:PORT` with the real port{hint}{ran}",
+                server.label
             ))
         })?;
         server.listening = line;
         Ok(server)
+    }
+
+    /// Starts the program with the contract's pipes: no stdin, stdout and stderr to us.
+    fn run(program: &Program, args: &[OsString], fd_limit: Option<u32>) -> io::Result<Spawned> {
+        let mut command = program.command(args, fd_limit);
+        command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        ProcessGroup::spawn(&mut command, program)
+    }
+
+    /// Why a server that is still running printed no first line within `patience`.
+    fn silent(&self, patience: Duration, ran: &str) -> String {
+        format!(
+            "{} printed no first line on stdout within {} s{ran}: the contract wants \
+             `listening on http://HOST:PORT` at once, flushed (stdout is a pipe here, not a \
+             terminal, and many languages then hold output back: flush it, e.g. Python's \
+             print(..., flush=True)){}",
+            self.label,
+            patience.as_secs(),
+            self.stderr_note()
+        )
+    }
+
+    /// Why a server ended without its first line: its exit status, what that status and its
+    /// stderr suggest, and the end of its stderr. A refused later chapter's flag (exit 2,
+    /// naming it) is [`Refused::UnknownFlag`], for [`Server::start_within`] to start it
+    /// again without.
+    fn ended_early(
+        &mut self, stderr_drain: Option<JoinHandle<()>>, options: &Options, typed: bool, ran: &str,
+    ) -> Refused {
+        let status = self.wait_for_exit(Instant::now() + Duration::from_secs(5));
+        // The process has ended, so its stderr is closed: wait until all of it has been
+        // read before judging what it said.
+        if let (Some(_), Some(drain)) = (status, stderr_drain) {
+            let _ = drain.join();
+        }
+        let stderr = self.stderr_text();
+        // Ours say "unknown flag --threads"; a reader's may say it another way
+        // ("unrecognized arguments: --threads 2"), but names the flag.
+        let optional =
+            options.if_supported.iter().map(|(flag, _)| *flag).find(|flag| stderr.contains(flag));
+        let names_a_flag = stderr.contains("unknown flag") || optional.is_some();
+        let code = status.and_then(|status| status.code());
+        let message = format!(
+            "{} exited without printing `listening on http://HOST:PORT` ({}{}){ran}{}",
+            self.label,
+            status.map_or("still running".to_string(), |status| status.to_string()),
+            why_it_ended(code, typed, optional),
+            self.stderr_note()
+        );
+        match code == Some(2) && names_a_flag {
+            true => Refused::UnknownFlag(message),
+            false => Refused::Other(message),
+        }
     }
 
     /// The process id of a server we started (for `/proc/PID/`, see [`crate::resources`]).
@@ -569,6 +521,121 @@ impl Drop for Server {
     }
 }
 
+/// What becomes of a server's stderr. Both pipes are drained by threads for the whole
+/// life of the process: a server that fills a pipe nobody reads would block in its next
+/// print. Unless the probe wants stderr closed ([`Options::close_stderr`]: held, unread,
+/// until the first line has come) or never read ([`Options::unread_stderr`]).
+struct StderrPipe {
+    /// What the server printed: the last few KiB, or all of a trace.
+    kept: Arc<Mutex<Vec<u8>>>,
+    /// The thread that drains it, to wait for before judging what an ended server said.
+    drain: Option<JoinHandle<()>>,
+    /// Held until the first line has come, then closed.
+    to_close: Option<ChildStderr>,
+    /// Held, never read, for as long as the server runs.
+    unread: Option<ChildStderr>,
+}
+
+impl StderrPipe {
+    fn take(child: &mut Child, options: &Options) -> StderrPipe {
+        let mut pipe = StderrPipe {
+            kept: Arc::new(Mutex::new(Vec::new())),
+            drain: None,
+            to_close: None,
+            unread: None,
+        };
+        if options.close_stderr {
+            pipe.to_close = child.stderr.take();
+        } else if options.unread_stderr {
+            pipe.unread = child.stderr.take();
+        } else if let Some(stderr) = child.stderr.take() {
+            let limit = if options.trace { TRACE_KEPT } else { STDERR_KEPT };
+            pipe.drain = Some(drain_keeping_the_last(stderr, Arc::clone(&pipe.kept), limit));
+        }
+        pipe
+    }
+}
+
+/// Reads `pipe` until it closes, keeping the last `limit` bytes in `kept`.
+fn drain_keeping_the_last(
+    mut pipe: ChildStderr, kept: Arc<Mutex<Vec<u8>>>, limit: usize,
+) -> JoinHandle<()> {
+    thread::spawn(move || {
+        let mut chunk = [0u8; 4096];
+        while let Ok(count @ 1..) = pipe.read(&mut chunk) {
+            let mut kept = kept.lock().unwrap_or_else(|poison| poison.into_inner());
+            kept.extend_from_slice(&chunk[..count]);
+            if kept.len() > limit {
+                let excess = kept.len() - limit;
+                kept.drain(..excess);
+            }
+        }
+    })
+}
+
+/// Drains the server's stdout for the whole life of the process; its first line comes out
+/// of the channel, and the channel closes without one if stdout closes first.
+fn first_line_of_stdout(child: &mut Child) -> mpsc::Receiver<String> {
+    let (first_line, first_line_arrives) = mpsc::channel();
+    if let Some(pipe) = child.stdout.take() {
+        thread::spawn(move || {
+            let mut lines = BufReader::new(pipe).lines();
+            if let Some(Ok(line)) = lines.next() {
+                let _ = first_line.send(line);
+            }
+            for _ in lines {} // the rest is not ours to judge; keep the pipe empty
+        });
+    }
+    first_line_arrives
+}
+
+/// What an exit status (and a later chapter's flag its stderr names, `optional`) says
+/// about a server that ended before its first line, as the end of a sentence; empty when
+/// it says nothing. `typed`: a reader's command, run by the shell.
+fn why_it_ended(code: Option<i32>, typed: bool, optional: Option<&str>) -> String {
+    match code {
+        Some(127) if typed => ": the shell found no such program. The suite runs `exec CMD \
+                               ARGS`, so CMD must be one program and its arguments; put \
+                               anything more (a `cd`, a variable) in a script"
+            .to_string(),
+        Some(126) => ": the program is not executable".to_string(),
+        Some(2) => {
+            let names: Vec<&str> = FLAGS
+                .iter()
+                .filter(|flag| matches!(flag.needed, Needed::Always))
+                .map(|flag| flag.name)
+                .collect();
+            format!(
+                ": a refused command line? Every chapter takes {}; `cargo run -p suite -- \
+                 --flags-table` lists the flags of later chapters",
+                names.join(", ")
+            )
+        }
+        // Refused, but not the way the suite can tell: it would have started the server
+        // again without the flag.
+        Some(_) if optional.is_some() => format!(
+            ": its stderr names {}, a later chapter's flag; refuse a flag you do not know \
+             with exit status 2, and the suite starts you again without it",
+            optional.unwrap_or_default()
+        ),
+        _ => String::new(),
+    }
+}
+
+/// The address in the contract's first line, `listening on http://HOST:PORT`; or a hint
+/// for the message (maybe empty) when there is none.
+fn listening_address(line: &str) -> Result<SocketAddr, &'static str> {
+    let address = line.strip_prefix("listening on http://");
+    // `SocketAddr` reads an IPv6 address only in brackets (`[::1]:41234`), as URLs write
+    // it: `::1:41234` is no address a client can use.
+    address.and_then(|address| address.parse().ok()).ok_or(match address {
+        Some(address) if address.matches(':').count() > 1 && !address.starts_with('[') => {
+            " (an IPv6 host goes in brackets, as in a URL: `http://[::1]:PORT`)"
+        }
+        _ => "",
+    })
+}
+
 /// Why a server did not start, in words for a message.
 enum Refused {
     /// It rejected a flag as unknown (exit 2, naming it): a flag from a later chapter.
@@ -585,130 +652,5 @@ impl std::fmt::Display for Refused {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::chapters;
-
-    fn run(program: &Program, args: &[&str], fd_limit: Option<u32>) -> String {
-        let args: Vec<OsString> = args.iter().map(OsString::from).collect();
-        let output = program.command(&args, fd_limit).output().expect("sh runs");
-        assert!(output.status.success(), "{program:?}: {output:?}");
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    }
-
-    /// The contract's flags reach a reader's command as they are, one argument each: the
-    /// shell's quoting, word splitting and `$` never touch them.
-    #[test]
-    fn a_command_gets_the_arguments_whole() {
-        let printf = Program::Shell("printf '[%s]\\n'".into());
-        let args = ["--root", "/tmp/a site with spaces", "x\"y'z $HOME *", ""];
-        let printed = run(&printf, &args, None);
-        assert_eq!(printed, "[--root]\n[/tmp/a site with spaces]\n[x\"y'z $HOME *]\n[]\n");
-        // Quoting inside the command is the shell's, as the reader typed it.
-        let quoted = Program::Shell("printf '[%s]\\n' 'my server.py'".into());
-        assert_eq!(run(&quoted, &["--port", "0"], None), "[my server.py]\n[--port]\n[0]\n");
-    }
-
-    /// `fd_limit` lowers the limit for both kinds of program, and the arguments still
-    /// arrive whole.
-    #[test]
-    fn the_descriptor_limit_applies_to_both_kinds() {
-        let shell = Program::Shell("sh -c 'ulimit -n; printf \"[%s]\\n\" \"$@\"' sh".into());
-        assert_eq!(run(&shell, &["a b"], Some(64)), "64\n[a b]\n");
-        let binary = Program::Binary("/bin/sh".into());
-        let args = ["-c", "ulimit -n; printf '[%s]\\n' \"$@\"", "sh", "a b"];
-        assert_eq!(run(&binary, &args, Some(64)), "64\n[a b]\n");
-    }
-
-    /// `exec`: the process we start is the reader's program itself, not a shell waiting
-    /// for it, so signals and `/proc/PID/` reach the server.
-    #[test]
-    fn a_command_is_the_process_we_start() {
-        let program = Program::Shell("sh -c 'echo $$' sh".into());
-        let mut command = program.command(&[], None);
-        command.stdout(Stdio::piped());
-        let Spawned { child, group } = ProcessGroup::spawn(&mut command, &program).expect("sh");
-        let pid = child.id();
-        let output = child.wait_with_output().expect("output");
-        assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), pid.to_string());
-        assert!(group.is_some(), "a reader's command has a group of its own");
-    }
-
-    /// The group takes with it whatever the command started: here, a `sleep` in the
-    /// background of a shell script.
-    #[test]
-    fn dropping_the_group_kills_all_it_started() {
-        let program = Program::Shell("sh -c 'sleep 60 & echo $!; wait' sh".into());
-        let mut command = program.command(&[], None);
-        command.stdout(Stdio::piped());
-        let Spawned { mut child, group } = ProcessGroup::spawn(&mut command, &program).expect("sh");
-        let mut line = String::new();
-        let stdout = child.stdout.take().expect("piped");
-        BufReader::new(stdout).read_line(&mut line).expect("the sleep's pid");
-        let sleeper = line.trim().to_string();
-        drop(group);
-        let _ = child.wait();
-        // Gone (`ps` lists nothing), or a zombie nobody has reaped yet (`Z`): either way, no
-        // longer running. `ps`, not /proc, so that macOS and the BSDs check it too.
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            let ps = Command::new("ps").args(["-o", "stat=", "-p", &sleeper]).output();
-            let state = String::from_utf8_lossy(&ps.expect("ps").stdout).trim().to_string();
-            if state.is_empty() || state.starts_with('Z') {
-                break;
-            }
-            assert!(Instant::now() < deadline, "the background sleep survived: {state}");
-            thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    fn some_chapter() -> &'static Chapter {
-        chapters::chapter(1).expect("chapter 1")
-    }
-
-    /// A reader's server rejects a later chapter's flag in its own words (Python's
-    /// argparse here): it is started again without it, as ours are.
-    #[test]
-    fn a_flag_rejected_in_other_words_is_dropped() {
-        let script = "case \"$*\" in *--threads*) echo \"error: unrecognized arguments: \
-                      --threads 2\" >&2; exit 2;; esac; echo listening on http://127.0.0.1:9; \
-                      sleep 60";
-        let program = Program::Shell(format!("sh -c '{script}' sh"));
-        let options =
-            Options { if_supported: vec![("--threads", "2".into())], ..Options::default() };
-        let server = Server::start(some_chapter(), &program, &options).expect("started");
-        assert_eq!(server.dropped_flags, ["--threads"]);
-        assert_eq!(server.address, SocketAddr::from(([127, 0, 0, 1], 9)));
-    }
-
-    /// What a reader sees when their command does not start: what ran, and why.
-    #[test]
-    fn a_command_that_does_not_start_says_why() {
-        let chapter = some_chapter();
-        let start = |line: &str| {
-            let program = Program::Shell(line.into());
-            Server::start_within(chapter, &program, &Options::default(), Duration::from_secs(1))
-                .err()
-                .expect("does not start")
-        };
-        let missing = start("no-such-program-in-the-suite");
-        assert!(missing.contains("127: the shell found no such program"), "{missing}");
-        assert!(missing.contains("(ran `no-such-program-in-the-suite --host 127.0.0.1"));
-        let silent = start("sleep 5 #");
-        assert!(silent.contains("printed no first line on stdout within 1 s"), "{silent}");
-        assert!(silent.contains("flush"), "{silent}");
-        let early = start("sh -c 'echo oops >&2; exit 3' sh");
-        assert!(early.contains("exit status: 3") && early.contains("oops"), "{early}");
-        let refusing = start("sh -c 'echo unknown flag --root >&2; exit 2' sh");
-        assert!(
-            refusing.contains(
-                "exit status: 2: a refused command line? Every chapter takes \
-                                   --host, --port, --root"
-            ),
-            "{refusing}"
-        );
-        assert!(refusing.contains("unknown flag --root"), "{refusing}");
-        let wrong = start("echo hello #");
-        assert!(wrong.contains("first line on stdout is \"hello\""), "{wrong}");
-    }
-}
+#[path = "server_tests.rs"]
+mod tests;

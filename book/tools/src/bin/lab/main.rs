@@ -1,0 +1,486 @@
+//! `cargo run -p book-tools --bin lab -- N DIR`: every chapter is a lab.
+//!
+//! A course wants its students to write the next stage, not only read it. This makes
+//! `DIR` a crate of its own that holds chapter N-1's program under the student's package
+//! name, ready to become chapter N:
+//!
+//! - `src/`: the chapter's sources, with the chapter's name (which the program gives
+//!   itself: `Config::from_args("ch03-event-loop", ...)`, its log lines) made the
+//!   student's. `diff -ru chapters/03-event-loop/src DIR/src` shows that line at first,
+//!   and the student's work after.
+//! - `Cargo.toml`: the chapter's, standing alone (`cargo_toml.rs`): what it took from the
+//!   workbook's workspace written out, `shared` by a path that leads back to the
+//!   workbook, and an empty `[workspace]`, so that Cargo never takes it for a member of
+//!   the workbook's, wherever it is.
+//! - `Cargo.lock`: the workbook's, so that it builds with the same versions of the same
+//!   crates, and needs nothing the workbook has not downloaded already.
+//! - `README.md`: what chapter N adds, and the commands that grade it (`readme.rs`).
+//!
+//! The suite grades it as it grades any reader's server: `cargo run -p suite --
+//! --command DIR/target/release/NAME --chapter N`. As made, that fails chapter N's new
+//! rows of the capability table (and any older check whose chapter N version asks more),
+//! and `--chapter N-1` passes.
+//!
+//! `--sketch` makes the lighter lab, an hour's work rather than a chapter's: sketch N-1
+//! (`chapters/NN-name/examples/chNN-sketch.rs`, chapter N-1's idea in one small program)
+//! as `src/main.rs`, the same `Cargo.toml` and `Cargo.lock`, and a README whose assignment
+//! is sketch N's idea in sketch N's own words (the opening of its doc comment), graded with
+//! `--sketch` on the checks sketch N is graded on (`suite::manifest::SKETCHES`).
+
+mod cargo_toml;
+mod readme;
+
+use std::fs;
+use std::path::{Component, Path, PathBuf};
+use std::process::ExitCode;
+
+use suite::chapters::{self, Chapter, CHAPTERS};
+
+use cargo_toml::{Changes, Workspace};
+
+const USAGE: &str = "\
+usage: cargo run -p book-tools --bin lab -- [--name NAME] [--sketch] N DIR
+
+Makes DIR (a new or empty folder, anywhere) a crate of its own holding chapter N-1's
+program under the package name NAME, for a student to make it chapter N. It depends on
+the workbook's `shared` crate by path, builds with the workbook's Cargo.lock, and its
+README.md says what chapter N adds and how the suite grades it:
+
+  cd DIR && cargo build --release
+  cargo run -p suite -- --command DIR/target/release/NAME --chapter N     (from the workbook)
+
+  N            the chapter to write: 2 up to the last chapter
+  DIR          the lab's folder: one that does not exist yet, or is empty
+  --name NAME  the package's name, which its program gives itself (letters, digits, `-`
+               and `_`; default: DIR's own name)
+  --sketch     the lighter lab: sketch N-1 (chapter N-1's idea in one small program) as
+               src/main.rs, to become sketch N, graded with --sketch on sketch N's checks";
+
+/// What the command line asks for.
+#[derive(Debug, PartialEq, Eq)]
+struct Request {
+    chapter: &'static Chapter,
+    folder: PathBuf,
+    name: Option<String>,
+    /// The lighter lab: sketch N-1, to become sketch N.
+    sketch: bool,
+}
+
+/// A refusal: the one line to print, and whether the usage should follow it.
+#[derive(Debug, PartialEq, Eq)]
+struct Refused {
+    message: String,
+    usage: bool,
+}
+
+fn refuse(message: impl Into<String>) -> Refused {
+    Refused { message: message.into(), usage: false }
+}
+
+/// Reads the command line. `Ok(None)` is `--help`.
+fn parse_args(words: impl Iterator<Item = String>) -> Result<Option<Request>, Refused> {
+    let usage = |message: String| Refused { message, usage: true };
+    let mut name = None;
+    let mut sketch = false;
+    let mut positional = Vec::new();
+    let mut words = words;
+    while let Some(word) = words.next() {
+        match word.as_str() {
+            "--help" | "-h" => return Ok(None),
+            "--name" => name = Some(words.next().ok_or(usage("--name needs a value".into()))?),
+            "--sketch" => sketch = true,
+            flag if flag.starts_with('-') && flag.len() > 1 => {
+                return Err(usage(format!("unknown flag {flag}")))
+            }
+            _ => positional.push(word),
+        }
+    }
+    let [number, folder] = positional.as_slice() else {
+        return Err(usage(format!(
+            "expected the chapter and a folder, N DIR; got {} argument(s)",
+            positional.len()
+        )));
+    };
+    let last = CHAPTERS.last().map_or(0, |chapter| chapter.number);
+    let chapter = number
+        .parse::<u8>()
+        .ok()
+        .filter(|number| (2..=last).contains(number))
+        .and_then(chapters::chapter)
+        .ok_or(usage(format!(
+            "no lab for chapter {number}: N is a chapter from 2 to {last} (the lab starts \
+             from chapter N-1's program)"
+        )))?;
+    if let Some(name) = &name {
+        check_name(name).map_err(usage)?;
+    }
+    Ok(Some(Request { chapter, folder: PathBuf::from(folder), name, sketch }))
+}
+
+/// Is this a package name Cargo takes, and not one of the chapters'?
+fn check_name(name: &str) -> Result<(), String> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+    if !name.starts_with(|c: char| c.is_ascii_alphabetic()) || !name.chars().all(allowed) {
+        return Err(format!(
+            "{name:?} cannot be a package's name: a letter first, then letters, digits, `-` \
+             and `_`"
+        ));
+    }
+    if CHAPTERS.iter().any(|chapter| chapter.name == name) {
+        return Err(format!("{name} is a chapter's name; the lab's program names itself"));
+    }
+    Ok(())
+}
+
+/// The package name a folder suggests: its own name, with what a package name cannot
+/// hold made `-`, and `lab-` in front when it does not start with a letter.
+fn name_from_folder(folder: &Path) -> String {
+    let base = folder.file_name().map(|name| name.to_string_lossy()).unwrap_or_default();
+    let mut name = String::new();
+    for c in base.chars() {
+        let c = if c.is_ascii_alphanumeric() || c == '_' { c } else { '-' };
+        if !(c == '-' && (name.is_empty() || name.ends_with('-'))) {
+            name.push(c);
+        }
+    }
+    let name = name.trim_end_matches('-');
+    match name.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        true => name.to_string(),
+        false if name.is_empty() => "lab".to_string(),
+        false => format!("lab-{name}"),
+    }
+}
+
+/// A relative path from `from` to `to` (both absolute and without `..`) when both are
+/// inside `within` (the workbook: the two move together); else `to` itself.
+fn path_between(from: &Path, to: &Path, within: &Path) -> String {
+    let relative = (|| {
+        let from = from.strip_prefix(within).ok()?;
+        let to = to.strip_prefix(within).ok()?;
+        let ups = from.components().filter(|part| matches!(part, Component::Normal(_))).count();
+        let mut path: Vec<String> = vec!["..".to_string(); ups];
+        path.extend(to.components().map(|part| part.as_os_str().to_string_lossy().into_owned()));
+        Some(path.join("/"))
+    })();
+    relative.unwrap_or_else(|| to.display().to_string())
+}
+
+fn main() -> ExitCode {
+    let request = match parse_args(std::env::args().skip(1)) {
+        Ok(Some(request)) => request,
+        Ok(None) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(refused) => return refused_with(refused),
+    };
+    match make(&request) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Refused(refused)) => refused_with(refused),
+        Err(Failure::Broke(message)) => {
+            eprintln!("lab: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Says why, and exits 2, as the suite does for a command line it refuses.
+fn refused_with(refused: Refused) -> ExitCode {
+    eprintln!("lab: {}", refused.message);
+    if refused.usage {
+        eprintln!("{USAGE}");
+    }
+    ExitCode::from(2)
+}
+
+/// Why a lab was not made: a request we refuse (exit 2), or an error on the way (exit 1).
+enum Failure {
+    Refused(Refused),
+    Broke(String),
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Failure {
+        Failure::Broke(message)
+    }
+}
+
+/// Makes the lab, or leaves no trace of it.
+fn make(request: &Request) -> Result<(), Failure> {
+    let workbook = fs::canonicalize(chapters::workspace_root())
+        .map_err(|error| format!("cannot find the workbook: {error}"))?;
+    let chapter = request.chapter;
+    let previous = chapters::chapter(chapter.number - 1).expect("N is 2 or more");
+    let chapter_folder = workbook.join("chapters").join(previous.directory);
+    if !previous.is_present() {
+        return Err(Failure::Refused(refuse(format!(
+            "chapter {}'s program is not in this workbook (no {})",
+            previous.number,
+            chapter_folder.join("Cargo.toml").display()
+        ))));
+    }
+    if request.sketch {
+        for (sketch, why) in [(previous, "the lab's program"), (chapter, "its assignment")] {
+            if !sketch.has_sketch() {
+                return Err(Failure::Refused(refuse(format!(
+                    "sketch {} ({why}) is not in this workbook (no {})",
+                    sketch.number,
+                    workbook.join(sketch.sketch_path()).display()
+                ))));
+            }
+        }
+    }
+    let folder = &request.folder;
+    let existed = folder.exists();
+    if existed {
+        let empty = fs::read_dir(folder).map(|mut entries| entries.next().is_none());
+        if !matches!(empty, Ok(true)) {
+            return Err(Failure::Refused(refuse(format!(
+                "{} exists and is not an empty folder: a lab goes in a new one",
+                folder.display()
+            ))));
+        }
+    }
+    let name = match &request.name {
+        Some(name) => name.clone(),
+        None => {
+            let name = name_from_folder(folder);
+            check_name(&name).map_err(|message| {
+                Failure::Refused(refuse(format!("{message} (give another with --name)")))
+            })?;
+            name
+        }
+    };
+    let lab = absolute(folder)?;
+    if lab.starts_with(workbook.join("chapters")) {
+        return Err(Failure::Refused(refuse(format!(
+            "{} is inside the workbook's chapters/, where Cargo and the suite would take it \
+             for a chapter",
+            folder.display()
+        ))));
+    }
+    fs::create_dir_all(&lab)
+        .map_err(|error| format!("cannot create {}: {error}", folder.display()))?;
+    let result = fill(&lab, &workbook, chapter, previous, &name, request.sketch);
+    match result {
+        Ok(renamed) => {
+            print_made(&lab, &workbook, chapter, previous, &name, renamed, request.sketch);
+            Ok(())
+        }
+        Err(failure) => {
+            // Nothing half made stays behind: the folder as it was, or gone.
+            let _ = match existed {
+                true => fs::read_dir(&lab).map(|entries| {
+                    for path in entries.flatten().map(|entry| entry.path()) {
+                        let _ = match path.is_dir() {
+                            true => fs::remove_dir_all(path),
+                            false => fs::remove_file(path),
+                        };
+                    }
+                }),
+                false => fs::remove_dir_all(&lab),
+            };
+            Err(Failure::Broke(failure))
+        }
+    }
+}
+
+/// `folder` as an absolute path without links or `..`, whether it exists yet or not.
+fn absolute(folder: &Path) -> Result<PathBuf, String> {
+    let cannot = |error: std::io::Error| format!("cannot find {}: {error}", folder.display());
+    let mut lexical = PathBuf::new();
+    for part in std::path::absolute(folder).map_err(cannot)?.components() {
+        match part {
+            Component::ParentDir => {
+                lexical.pop();
+            }
+            Component::CurDir => {}
+            part => lexical.push(part),
+        }
+    }
+    // The part that exists, made canonical (links followed), and the rest as it is.
+    let mut existing = lexical;
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        rest.extend(existing.file_name().map(|name| name.to_owned()));
+        if !existing.pop() {
+            break;
+        }
+    }
+    let mut path = fs::canonicalize(&existing).map_err(cannot)?;
+    path.extend(rest.iter().rev());
+    Ok(path)
+}
+
+/// Says in how many lines of the sources it gave the program the student's name.
+fn fill(
+    lab: &Path, workbook: &Path, chapter: &Chapter, previous: &Chapter, name: &str, sketch: bool,
+) -> Result<usize, String> {
+    let read = |path: &Path| {
+        fs::read_to_string(path).map_err(|error| format!("cannot read {}: {error}", path.display()))
+    };
+    let write = |path: &Path, text: &str| {
+        fs::write(path, text).map_err(|error| format!("cannot write {}: {error}", path.display()))
+    };
+    let chapter_folder = workbook.join("chapters").join(previous.directory);
+
+    let workspace = Workspace::parse(&read(&workbook.join("Cargo.toml"))?)?;
+    let description = match sketch {
+        false => format!(
+            "Chapter {} of the Event Loop Workbook, written from chapter {}'s program",
+            chapter.number, previous.number
+        ),
+        true => format!(
+            "Sketch {} of the Event Loop Workbook, written from sketch {}",
+            chapter.number, previous.number
+        ),
+    };
+    let locate = |from_root: &str| path_between(lab, &workbook.join(from_root), workbook);
+    let changes = Changes {
+        was: previous.name,
+        name,
+        description: &description,
+        locate: &locate,
+        chapter_folder: &format!("chapters/{}", previous.directory),
+    };
+    let manifest = workspace.standalone(&read(&chapter_folder.join("Cargo.toml"))?, &changes)?;
+    let preamble = format!(
+        "# chapters/{}/Cargo.toml, standing alone: made by the workbook's lab (README.md says\n\
+         # more). `shared` is the workbook's own, found by its path: if either moves, mend it.\n",
+        previous.directory
+    );
+    write(&lab.join("Cargo.toml"), &(preamble + &manifest))?;
+    fs::copy(workbook.join("Cargo.lock"), lab.join("Cargo.lock"))
+        .map_err(|error| format!("cannot copy the workbook's Cargo.lock: {error}"))?;
+    write(&lab.join(".gitignore"), "/target\n")?;
+    if sketch {
+        // Sketch N-1 alone, as the lab's program, its name (`chNN-sketch`) made the student's.
+        fs::create_dir_all(lab.join("src"))
+            .map_err(|error| format!("cannot create src/: {error}"))?;
+        let from = workbook.join(previous.sketch_path());
+        let renamed = copy_tree(&from, &lab.join("src/main.rs"), &previous.sketch_name(), name)?;
+        let assignment = read(&workbook.join(chapter.sketch_path()))?;
+        let readme = readme::sketch_readme(&readme::SketchLab {
+            chapter,
+            previous,
+            name,
+            folder: &lab.display().to_string(),
+            workbook: &workbook.display().to_string(),
+            program: &lab.join("target/release").join(name).display().to_string(),
+            idea: &readme::idea(&assignment),
+        });
+        write(&lab.join("README.md"), &readme)?;
+        return Ok(renamed);
+    }
+    // The chapter's folder but its manifest (and a `target/`, should there be one).
+    let mut renamed = 0;
+    let entries = fs::read_dir(&chapter_folder)
+        .map_err(|error| format!("cannot list {}: {error}", chapter_folder.display()))?;
+    for entry in entries.flatten() {
+        if !matches!(entry.file_name().to_str(), Some("Cargo.toml" | "target")) {
+            let to = lab.join(entry.file_name());
+            renamed += copy_tree(&entry.path(), &to, previous.name, name)?;
+        }
+    }
+
+    let page = find_page(workbook, chapter);
+    let program = lab.join("target").join("release").join(name);
+    let readme = readme::readme(&readme::Lab {
+        chapter,
+        previous,
+        name,
+        folder: &lab.display().to_string(),
+        workbook: &workbook.display().to_string(),
+        program: &program.display().to_string(),
+        page,
+        chapter_written: chapter.is_present(),
+    });
+    write(&lab.join("README.md"), &readme)?;
+    Ok(renamed)
+}
+
+/// Copies `from` into `to`, folders and all, with `chapter_name` in the Rust sources made
+/// `name`. Says in how many lines it made that change.
+fn copy_tree(from: &Path, to: &Path, chapter_name: &str, name: &str) -> Result<usize, String> {
+    if from.is_dir() {
+        fs::create_dir_all(to)
+            .map_err(|error| format!("cannot create {}: {error}", to.display()))?;
+        let entries = fs::read_dir(from)
+            .map_err(|error| format!("cannot list {}: {error}", from.display()))?;
+        let mut renamed = 0;
+        for entry in entries.flatten() {
+            renamed += copy_tree(&entry.path(), &to.join(entry.file_name()), chapter_name, name)?;
+        }
+        return Ok(renamed);
+    }
+    let cannot = |error: std::io::Error| format!("cannot copy {}: {error}", from.display());
+    if from.extension().is_some_and(|extension| extension == "rs") {
+        let text = fs::read_to_string(from).map_err(cannot)?;
+        fs::write(to, text.replace(chapter_name, name)).map_err(cannot)?;
+        return Ok(text.lines().filter(|line| line.contains(chapter_name)).count());
+    }
+    fs::copy(from, to).map_err(cannot)?;
+    Ok(0)
+}
+
+/// The chapter's page in the book (`book/src/chNN-*.md`), from the workbook's root, and
+/// its opening.
+fn find_page(workbook: &Path, chapter: &Chapter) -> Option<(String, readme::Page)> {
+    let file = format!("book/src/ch{:02}-", chapter.number);
+    let mut pages: Vec<PathBuf> = fs::read_dir(workbook.join("book/src"))
+        .ok()?
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| {
+            let relative = path.strip_prefix(workbook).unwrap_or(path).to_string_lossy();
+            relative.starts_with(&file) && relative.ends_with(".md")
+        })
+        .collect();
+    pages.sort();
+    let path = pages.into_iter().next()?;
+    let page = readme::page(&fs::read_to_string(&path).ok()?)?;
+    Some((path.strip_prefix(workbook).ok()?.display().to_string(), page))
+}
+
+/// What was made, and what to do next.
+fn print_made(
+    lab: &Path, workbook: &Path, chapter: &Chapter, previous: &Chapter, name: &str, renamed: usize,
+    sketch: bool,
+) {
+    let shared = match path_between(lab, &workbook.join("shared"), workbook) {
+        relative if relative.starts_with("..") => format!("the relative path {relative}"),
+        _ => "its absolute path".to_string(),
+    };
+    let (what, src) = match sketch {
+        false => ("chapter", format!("chapters/{}/src", previous.directory)),
+        true => ("sketch", previous.sketch_path().display().to_string()),
+    };
+    let program = match sketch {
+        false => "'s program",
+        true => "",
+    };
+    println!(
+        "lab: made {}, {what} {}{program} as the package {name}, to become {what} {}:",
+        lab.display(),
+        previous.number,
+        chapter.number
+    );
+    let folder = if sketch { "src/main.rs " } else { "src/        " };
+    let lines = suite::report::plural(renamed, "line");
+    println!("  {folder} {src}, its name made {name} in {lines}");
+    println!("  Cargo.toml   a crate of its own; the workbook's `shared` by {shared}");
+    println!("  Cargo.lock   the workbook's: the same versions, nothing new to download");
+    println!("  README.md    what {what} {} adds, and how the suite grades it", chapter.number);
+    println!("next, in the lab and then in the workbook:");
+    println!("  cd {} && cargo build --release", lab.display());
+    println!(
+        "  cargo run -p suite -- --command {} --chapter {}{}",
+        lab.join("target/release").join(name).display(),
+        chapter.number,
+        if sketch { " --sketch" } else { "" }
+    );
+}
+
+#[cfg(test)]
+#[path = "main_tests.rs"]
+mod tests;
