@@ -1,0 +1,166 @@
+//! Tests of a lab's code, for the chapters whose lesson the HTTP suite cannot see.
+//!
+//! Chapters 5, 8, 10 and 11 turn no row of the capability table to "yes": promises,
+//! `async` and io_uring change how a server is written, not what a client sees. So their
+//! labs bring tests of the code itself, kept in the workbook's `tests/labs/NN/`: each
+//! `.rs` file there is a module of unit tests that names chapter N's own types and
+//! functions by their paths (`crate::promise::Deferred`). Its `//!` comment says what it
+//! holds the code to and lists those names with their signatures, in a `rust` block.
+//!
+//! The lab gets the files in `api-tests/`, a `#[cfg(test)]` module for each at the end of
+//! `src/main.rs` (the one change this makes to the chapter's code), and each file's
+//! comment in its README. `cargo test` in the lab runs them. As made, they do not compile:
+//! chapter N-1 has none of those names. Chapter N's own tests include the same files, so
+//! they pass on the workbook's answer, and a signature the README lists is one chapter N
+//! has (`api_tests_tests.rs` checks both).
+
+use std::fmt::Write;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use suite::chapters::Chapter;
+
+/// Where a chapter's lab tests are, from the workbook's root.
+pub fn folder(chapter: &Chapter) -> PathBuf {
+    PathBuf::from(format!("tests/labs/{:02}", chapter.number))
+}
+
+/// Where the lab keeps them, from the lab's root. Not `tests/`: Cargo would build each
+/// file there as a crate of its own, which cannot see a program's modules.
+pub const IN_LAB: &str = "api-tests";
+
+/// One file of tests.
+pub struct ApiTests {
+    /// `promise_api.rs`, and the module it becomes (`promise_api`).
+    pub file_name: String,
+    pub module: String,
+    pub text: String,
+}
+
+/// The chapter's lab tests, in the order of their names: none for most chapters.
+pub fn find(workbook: &Path, chapter: &Chapter) -> Result<Vec<ApiTests>, String> {
+    let folder = workbook.join(folder(chapter));
+    let Ok(entries) = fs::read_dir(&folder) else { return Ok(Vec::new()) };
+    let mut paths: Vec<PathBuf> = entries
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|extension| extension == "rs"))
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| {
+            let text = fs::read_to_string(&path)
+                .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+            let module = path.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+            let file_name = format!("{module}.rs");
+            Ok(ApiTests { file_name, module, text })
+        })
+        .collect()
+}
+
+/// The lines `src/main.rs` ends with, that make the files test modules of the program.
+pub fn modules(tests: &[ApiTests]) -> String {
+    let mut out = String::from(
+        "\n// The lab's tests of your code (README.md, \"Tests of your code\"): `cargo test`.\n",
+    );
+    for test in tests {
+        let _ = writeln!(
+            out,
+            "#[cfg(test)]\n#[path = \"../{IN_LAB}/{}\"]\nmod {};",
+            test.file_name, test.module
+        );
+    }
+    out
+}
+
+/// Puts the tests in the lab: the files in `api-tests/`, their modules in `src/main.rs`.
+pub fn install(lab: &Path, tests: &[ApiTests]) -> Result<(), String> {
+    if tests.is_empty() {
+        return Ok(());
+    }
+    let into = lab.join(IN_LAB);
+    fs::create_dir_all(&into).map_err(|error| format!("cannot create {IN_LAB}/: {error}"))?;
+    for test in tests {
+        fs::write(into.join(&test.file_name), &test.text)
+            .map_err(|error| format!("cannot write {IN_LAB}/{}: {error}", test.file_name))?;
+    }
+    let main = lab.join("src/main.rs");
+    let program = fs::read_to_string(&main)
+        .map_err(|error| format!("cannot read {}: {error}", main.display()))?;
+    fs::write(&main, program + &modules(tests))
+        .map_err(|error| format!("cannot write {}: {error}", main.display()))
+}
+
+/// A file's opening `//!` comment, as Markdown.
+pub fn doc(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .map_while(|line| line.strip_prefix("//!"))
+        .map(|line| line.strip_prefix(' ').unwrap_or(line))
+        .collect();
+    lines.join("\n").trim().to_string()
+}
+
+/// The signatures a file's comment lists: the lines of its `rust` blocks that declare
+/// something (`pub fn`, `pub struct`, `impl`...), without a closing `{` or `;`.
+pub fn signatures(text: &str) -> Vec<String> {
+    let mut inside = false;
+    let mut out = Vec::new();
+    for line in doc(text).lines() {
+        let line = line.trim();
+        if line.starts_with("```") {
+            inside = !inside && line == "```rust";
+            continue;
+        }
+        if inside && (line.starts_with("pub ") || line.starts_with("impl")) {
+            out.push(line.trim_end_matches(['{', ';']).trim_end().to_string());
+        }
+    }
+    out
+}
+
+/// Rust source with its layout taken out, to find a signature in whatever lines it spans:
+/// whitespace runs made one space, none just inside brackets, no comma before a `)`.
+pub fn normalised(source: &str) -> String {
+    let words = source.split_whitespace().collect::<Vec<_>>().join(" ");
+    words.replace("( ", "(").replace(" )", ")").replace(",)", ")").replace("< ", "<")
+}
+
+/// The README's section on the tests.
+pub fn section(chapter: &Chapter, tests: &[ApiTests]) -> String {
+    let n = chapter.number;
+    let mut out = String::from("## Tests of your code\n\n");
+    let files: Vec<String> =
+        tests.iter().map(|test| format!("`{IN_LAB}/{}`", test.file_name)).collect();
+    let _ = write!(
+        out,
+        "The suite cannot see chapter {n}'s lesson from outside, so these tests look at the \
+         code instead: {} (the last lines of `src/main.rs` make {} of your program). Run \
+         them here, in the lab:\n\n```sh\ncargo test\n```\n\nAs made, they do not compile: \
+         they name what chapter {n}'s code provides, and chapter {}'s has none of it. Your \
+         code must provide the names below, with these signatures (chapter {n}'s own; its \
+         page explains each); then every test must pass, and the two gradings below too. \
+         Keep the tests as they are: your teacher runs their own copy.\n\n",
+        files.join(", "),
+        if tests.len() == 1 { "it a test module" } else { "them test modules" },
+        n - 1
+    );
+    for test in tests {
+        let _ = write!(out, "### `{IN_LAB}/{}`\n\n{}\n\n", test.file_name, doc(&test.text));
+    }
+    out
+}
+
+/// The README with the section before its grading (at its end, should that heading move).
+pub fn with_section(readme: &str, section: &str) -> String {
+    const GRADING: &str = "## Build and grade";
+    match readme.find(GRADING) {
+        Some(at) => format!("{}{section}{}", &readme[..at], &readme[at..]),
+        None => format!("{readme}\n{section}"),
+    }
+}
+
+#[cfg(test)]
+#[path = "api_tests_tests.rs"]
+mod tests;
