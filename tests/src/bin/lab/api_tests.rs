@@ -102,31 +102,6 @@ pub fn doc(text: &str) -> String {
     lines.join("\n").trim().to_string()
 }
 
-/// The signatures a file's comment lists: the lines of its `rust` blocks that declare
-/// something (`pub fn`, `pub struct`, `impl`...), without a closing `{` or `;`.
-pub fn signatures(text: &str) -> Vec<String> {
-    let mut inside = false;
-    let mut out = Vec::new();
-    for line in doc(text).lines() {
-        let line = line.trim();
-        if line.starts_with("```") {
-            inside = !inside && line == "```rust";
-            continue;
-        }
-        if inside && (line.starts_with("pub ") || line.starts_with("impl")) {
-            out.push(line.trim_end_matches(['{', ';']).trim_end().to_string());
-        }
-    }
-    out
-}
-
-/// Rust source with its layout taken out, to find a signature in whatever lines it spans:
-/// whitespace runs made one space, none just inside brackets, no comma before a `)`.
-pub fn normalised(source: &str) -> String {
-    let words = source.split_whitespace().collect::<Vec<_>>().join(" ");
-    words.replace("( ", "(").replace(" )", ")").replace(",)", ")").replace("< ", "<")
-}
-
 /// The README's section on the tests.
 pub fn section(chapter: &Chapter, tests: &[ApiTests]) -> String {
     let n = chapter.number;
