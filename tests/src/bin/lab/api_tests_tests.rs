@@ -9,7 +9,7 @@ fn workbook() -> PathBuf {
 }
 
 /// The signatures a file's comment lists: the lines of its `rust` blocks that declare
-/// something (`pub fn`, `pub struct`, `impl`...), without a closing `{` or `;`.
+/// something (`pub fn`, `pub struct`, `impl`, `type`...), without a closing `{` or `;`.
 pub fn signatures(text: &str) -> Vec<String> {
     let mut inside = false;
     let mut out = Vec::new();
@@ -19,7 +19,7 @@ pub fn signatures(text: &str) -> Vec<String> {
             inside = !inside && line == "```rust";
             continue;
         }
-        if inside && (line.starts_with("pub ") || line.starts_with("impl")) {
+        if inside && ["pub ", "impl", "type "].iter().any(|start| line.starts_with(start)) {
             out.push(line.trim_end_matches(['{', ';']).trim_end().to_string());
         }
     }
