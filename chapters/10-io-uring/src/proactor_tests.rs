@@ -179,7 +179,7 @@ fn an_operation_stays_on_its_thread() {
     <Op<()> as AmbiguousIfSend<_>>::check();
 }
 
-/// Lab 10's tests of the ring and proactor (`tests/labs/10/`, which the lab command gives
-/// lab 10): the chapter is held to them too, so that they ask only for what its code does.
-#[path = "../../../tests/labs/10/proactor_api.rs"]
+/// Lab 10's tests of the ring and proactor, which the lab command gives lab 10: the chapter
+/// is held to them too, so that they ask only for what its own code does.
+#[path = "proactor_api_tests.rs"]
 mod lab_api;

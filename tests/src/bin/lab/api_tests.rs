@@ -2,17 +2,18 @@
 //!
 //! Chapters 5, 8, 10 and 11 turn no row of the capability table to "yes": promises,
 //! `async` and io_uring change how a server is written, not what a client sees. So their
-//! labs bring tests of the code itself, kept in the workbook's `tests/labs/NN/`: each
-//! `.rs` file there is a module of unit tests that names chapter N's own types and
-//! functions by their paths (`crate::promise::Deferred`). Its `//!` comment says what it
-//! holds the code to and lists those names with their signatures, in a `rust` block.
+//! labs bring tests of the code itself: chapter N's `src/*_api_tests.rs`, each a module of
+//! unit tests that names chapter N's own types and functions by their paths
+//! (`crate::promise::Deferred`). Its `//!` comment says what it holds the code to and lists
+//! those names with their signatures, in a `rust` block. The chapter's own tests include
+//! the file (`promise_tests.rs` ends with it), so it passes on the workbook's answer; and
+//! since it is in `src/`, the labs made from chapter N take it along with its tests.
 //!
-//! The lab gets the files in `api-tests/`, a `#[cfg(test)]` module for each at the end of
-//! `src/main.rs` (the one change this makes to the chapter's code), and each file's
-//! comment in its README. `cargo test` in the lab runs them. As made, they do not compile:
-//! chapter N-1 has none of those names. Chapter N's own tests include the same files, so
-//! they pass on the workbook's answer, and a signature the README lists is one chapter N
-//! has (`api_tests_tests.rs` checks both).
+//! Lab N gets chapter N's files in its `src/`, a `#[cfg(test)]` module for each at the end of
+//! `src/main.rs` (the one change this makes to chapter N-1's code), and each file's comment
+//! in its README. `cargo test` in the lab runs them. As made, they do not compile: chapter
+//! N-1 has none of those names. `api_tests_tests.rs` checks that every chapter the suite
+//! cannot see has such a file, and that every signature one lists is the chapter's.
 
 use std::fmt::Write;
 use std::fs;
@@ -20,31 +21,28 @@ use std::path::{Path, PathBuf};
 
 use suite::chapters::Chapter;
 
-/// Where a chapter's lab tests are, from the workbook's root.
-pub fn folder(chapter: &Chapter) -> PathBuf {
-    PathBuf::from(format!("tests/labs/{:02}", chapter.number))
-}
+use crate::readme::wrap;
 
-/// Where the lab keeps them, from the lab's root. Not `tests/`: Cargo would build each
-/// file there as a crate of its own, which cannot see a program's modules.
-pub const IN_LAB: &str = "api-tests";
+/// How the name of a file of tests of a lab's code ends.
+pub const ENDING: &str = "_api_tests.rs";
 
 /// One file of tests.
 pub struct ApiTests {
-    /// `promise_api.rs`, and the module it becomes (`promise_api`).
+    /// `promise_api_tests.rs`, and the module it becomes (`promise_api_tests`).
     pub file_name: String,
     pub module: String,
     pub text: String,
 }
 
-/// The chapter's lab tests, in the order of their names: none for most chapters.
+/// The tests of chapter N's code (`chapters/NN-name/src/*_api_tests.rs`), by name: none
+/// for most chapters.
 pub fn find(workbook: &Path, chapter: &Chapter) -> Result<Vec<ApiTests>, String> {
-    let folder = workbook.join(folder(chapter));
-    let Ok(entries) = fs::read_dir(&folder) else { return Ok(Vec::new()) };
+    let src = workbook.join("chapters").join(chapter.directory).join("src");
+    let Ok(entries) = fs::read_dir(&src) else { return Ok(Vec::new()) };
     let mut paths: Vec<PathBuf> = entries
         .flatten()
         .map(|entry| entry.path())
-        .filter(|path| path.extension().is_some_and(|extension| extension == "rs"))
+        .filter(|path| path.to_string_lossy().ends_with(ENDING))
         .collect();
     paths.sort();
     paths
@@ -65,25 +63,19 @@ pub fn modules(tests: &[ApiTests]) -> String {
         "\n// The lab's tests of your code (README.md, \"Tests of your code\"): `cargo test`.\n",
     );
     for test in tests {
-        let _ = writeln!(
-            out,
-            "#[cfg(test)]\n#[path = \"../{IN_LAB}/{}\"]\nmod {};",
-            test.file_name, test.module
-        );
+        let _ = writeln!(out, "#[cfg(test)]\nmod {};", test.module);
     }
     out
 }
 
-/// Puts the tests in the lab: the files in `api-tests/`, their modules in `src/main.rs`.
+/// Puts the tests in the lab: the files in `src/`, their modules at the end of `main.rs`.
 pub fn install(lab: &Path, tests: &[ApiTests]) -> Result<(), String> {
     if tests.is_empty() {
         return Ok(());
     }
-    let into = lab.join(IN_LAB);
-    fs::create_dir_all(&into).map_err(|error| format!("cannot create {IN_LAB}/: {error}"))?;
     for test in tests {
-        fs::write(into.join(&test.file_name), &test.text)
-            .map_err(|error| format!("cannot write {IN_LAB}/{}: {error}", test.file_name))?;
+        fs::write(lab.join("src").join(&test.file_name), &test.text)
+            .map_err(|error| format!("cannot write src/{}: {error}", test.file_name))?;
     }
     let main = lab.join("src/main.rs");
     let program = fs::read_to_string(&main)
@@ -106,23 +98,33 @@ pub fn doc(text: &str) -> String {
 pub fn section(chapter: &Chapter, tests: &[ApiTests]) -> String {
     let n = chapter.number;
     let mut out = String::from("## Tests of your code\n\n");
-    let files: Vec<String> =
-        tests.iter().map(|test| format!("`{IN_LAB}/{}`", test.file_name)).collect();
-    let _ = write!(
-        out,
-        "The suite cannot see chapter {n}'s lesson from outside, so these tests look at the \
-         code instead: {} (the last lines of `src/main.rs` make {} of your program). Run \
-         them here, in the lab:\n\n```sh\ncargo test\n```\n\nAs made, they do not compile: \
-         they name what chapter {n}'s code provides, and chapter {}'s has none of it. Your \
-         code must provide the names below, with these signatures (chapter {n}'s own; its \
-         page explains each); then every test must pass, and the two gradings below too. \
-         Keep the tests as they are: your teacher runs their own copy.\n\n",
-        files.join(", "),
-        if tests.len() == 1 { "it a test module" } else { "them test modules" },
-        n - 1
-    );
+    let files: Vec<String> = tests.iter().map(|test| format!("`src/{}`", test.file_name)).collect();
+    let modules = if tests.len() == 1 { "it a test module" } else { "them test modules" };
+    out.push_str(&wrap(
+        &format!(
+            "The suite cannot see chapter {n}'s lesson from outside, so these tests look at \
+             the code instead: {} (the last lines of `src/main.rs` make {modules} of your \
+             program). Run them here, in the lab:",
+            files.join(", ")
+        ),
+        "",
+        "",
+    ));
+    out.push_str("```sh\ncargo test\n```\n\n");
+    out.push_str(&wrap(
+        &format!(
+            "As made, they do not compile: they name what chapter {n}'s code provides, and \
+             chapter {}'s has none of it. Your code must provide the names below, with these \
+             signatures (chapter {n}'s own, which its page explains); then every test must \
+             pass, and the two gradings below too. Leave the tests as they are: your teacher \
+             runs their own copy.",
+            n - 1
+        ),
+        "",
+        "",
+    ));
     for test in tests {
-        let _ = write!(out, "### `{IN_LAB}/{}`\n\n{}\n\n", test.file_name, doc(&test.text));
+        let _ = write!(out, "### `src/{}`\n\n{}\n\n", test.file_name, doc(&test.text));
     }
     out
 }
