@@ -122,7 +122,11 @@ fn a_task_that_wakes_itself_is_polled_once_a_turn_and_the_others_run() {
     let task_polls = polls.clone();
     spawn(poll_fn(move |cx| {
         task_polls.set(task_polls.get() + 1);
-        cx.waker().wake_by_ref(); // always more to do
+        // Always more to do; but an executor that polled it again in the same turn would
+        // never end that turn, so it stops after 100 polls, for the test to fail, not hang.
+        if task_polls.get() < 100 {
+            cx.waker().wake_by_ref();
+        }
         Poll::<()>::Pending
     }));
     for _ in 0..3 {
@@ -143,8 +147,12 @@ fn spend_gives_a_task_a_bounded_budget_a_poll() {
     let (spent, other_ran) = (Rc::new(Cell::new(0u32)), Rc::new(Cell::new(false)));
     let task_spent = spent.clone();
     // A task with endless input: every read it makes would succeed, so only its budget
-    // ends its poll.
+    // ends its poll. (Past 4096 reads it stops, so that an executor that polls it again in
+    // the same turn fails the test rather than spinning forever.)
     spawn(poll_fn(move |cx| loop {
+        if task_spent.get() >= 4096 {
+            return Poll::<()>::Pending;
+        }
         match spend(cx) {
             Poll::Ready(()) => task_spent.set(task_spent.get() + 1),
             Poll::Pending => return Poll::<()>::Pending,
