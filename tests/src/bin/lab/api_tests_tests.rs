@@ -121,3 +121,21 @@ fn a_lab_without_tests_of_its_code_is_left_as_it_was() {
     assert_eq!(with_section("a\n## Build and grade\n", "S\n\n"), "a\nS\n\n## Build and grade\n");
     assert_eq!(with_section("a\n", "S\n"), "a\n\nS\n");
 }
+
+#[test]
+fn the_course_page_names_every_file_of_tests_of_a_labs_code() {
+    let workbook = workbook();
+    let page = fs::read_to_string(workbook.join("book/src/course.md")).expect("the course page");
+    let mut rows = Vec::new();
+    for chapter in CHAPTERS.iter().filter(|chapter| chapter.number > 1) {
+        for test in find(&workbook, chapter).expect("readable") {
+            rows.push(format!("| {} | `{}` |", chapter.number, test.file_name));
+        }
+    }
+    for row in &rows {
+        assert!(page.contains(row.as_str()), "course.md's table lacks `{row}`");
+    }
+    for line in page.lines().filter(|line| line.starts_with("| ") && line.contains(ENDING)) {
+        assert!(rows.iter().any(|row| line.starts_with(row.as_str())), "no such file: {line}");
+    }
+}
