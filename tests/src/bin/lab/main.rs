@@ -480,11 +480,6 @@ fn print_made(
     println!("  Cargo.toml   a crate of its own; the workbook's `shared` by {shared}");
     println!("  Cargo.lock   the workbook's: the same versions, nothing new to download");
     println!("  README.md    what {what} {} adds, and how the suite grades it", chapter.number);
-    if fs::read_to_string(lab.join("README.md"))
-        .is_ok_and(|text| text.contains("## Tests of your code"))
-    {
-        println!("  src/*{}  tests of your code, which `cargo test` runs", api_tests::ENDING);
-    }
     println!("next, in the lab and then in the workbook:");
     println!("  cd {} && cargo build --release", lab.display());
     println!(
