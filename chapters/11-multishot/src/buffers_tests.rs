@@ -36,3 +36,8 @@ impl BufferRing {
         unsafe { AtomicU16::from_ptr(&raw mut (*self.entries.as_ptr()).0[0].resv).load(Relaxed) }
     }
 }
+
+/// Lab 11's tests of the buffers, which the lab command gives lab 11: the chapter is held
+/// to them too, so that they ask only for what its own code does.
+#[path = "buffers_api_tests.rs"]
+mod lab_api;

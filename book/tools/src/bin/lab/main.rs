@@ -27,6 +27,7 @@
 //! is sketch N's idea in sketch N's own words (the opening of its doc comment), graded with
 //! `--sketch` on the checks sketch N is graded on (`suite::manifest::SKETCHES`).
 
+mod api_tests;
 mod cargo_toml;
 mod readme;
 
@@ -383,6 +384,10 @@ fn fill(
         }
     }
 
+    // Chapters the suite cannot see from outside bring tests of the code (`api_tests.rs`).
+    let api_tests = api_tests::find(workbook, chapter)?;
+    api_tests::install(lab, &api_tests)?;
+
     let page = find_page(workbook, chapter);
     let program = lab.join("target").join("release").join(name);
     let readme = readme::readme(&readme::Lab {
@@ -395,6 +400,10 @@ fn fill(
         page,
         chapter_written: chapter.is_present(),
     });
+    let readme = match api_tests.is_empty() {
+        true => readme,
+        false => api_tests::with_section(&readme, &api_tests::section(chapter, &api_tests)),
+    };
     write(&lab.join("README.md"), &readme)?;
     Ok(renamed)
 }

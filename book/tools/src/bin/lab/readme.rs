@@ -111,7 +111,7 @@ const WIDTH: usize = 90;
 
 /// `text` as lines at most [`WIDTH`] wide, broken at spaces, the first starting with
 /// `first` and the others with `then` (a list item's hanging indent).
-fn wrap(text: &str, first: &str, then: &str) -> String {
+pub fn wrap(text: &str, first: &str, then: &str) -> String {
     let mut out = String::new();
     let mut line = first.to_string();
     let mut empty = true;
