@@ -47,10 +47,11 @@ fn main() {
             listener::accept_all(&listener, |stream, _| connections.push(Connection::new(stream)));
         }
         // New: settle the timers that are due, then run the steps that became ready.
-        let due: Vec<_> = el.timers.extract_if(.., |(at, _)| *at <= Instant::now()).collect();
-        due.into_iter().for_each(|(_, deferred)| deferred.resolve((), &mut el));
+        while let Some(due) = el.timers.iter().position(|(at, _)| *at <= Instant::now()) {
+            el.timers.swap_remove(due).1.resolve((), &mut el);
+        }
         while let Some(step) = el.ready.pop_front() {
-            step(&mut el); // a step that settles the next promise queues the next step
+            step(&mut el, ()); // a step that settles the next promise queues the next step
         }
         // Forget the connections that are done: dropping one closes its socket.
         connections.retain(|connection| !connection.done);
@@ -64,7 +65,7 @@ type Interest = PollFlags;
 /// New: what the loop keeps for promises: the timers' Deferreds, and the steps to run.
 struct EventLoop {
     timers: Vec<(Instant, Deferred<()>)>,
-    ready: VecDeque<Box<dyn FnOnce(&mut EventLoop)>>,
+    ready: VecDeque<Step<()>>,
 }
 
 /// A promise that its timer settles once `wait` has passed (the chapter: `promise::delay`).
@@ -87,9 +88,8 @@ fn deferred<T>() -> (Deferred<T>, Promise<T>) {
 impl<T: 'static> Deferred<T> {
     /// Settles it, once (it takes `self`): its step is queued, to run after this call.
     fn resolve(self, value: T, el: &mut EventLoop) {
-        if let Some(step) = self.0.take() {
-            el.ready.push_back(Box::new(move |el| step(el, value)));
-        }
+        let Some(step) = self.0.take() else { return }; // no next step: the chain's end
+        el.ready.push_back(Box::new(move |el, ()| step(el, value)));
     }
 }
 
@@ -117,7 +117,7 @@ impl Connection {
         Connection { stream, received, out, done: false, held }
     }
 
-    /// Bytes came, or end of file, or an error. One read: `poll` says so if more is waiting.
+    /// Bytes came, or end of file, or an error. One read: if more is waiting, we hear again.
     fn on_readable(&mut self, config: &Config, stats: &mut Stats, el: &mut EventLoop) {
         let mut chunk = [0u8; 16 * 1024];
         match self.stream.read(&mut chunk) {
