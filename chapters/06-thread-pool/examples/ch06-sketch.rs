@@ -3,7 +3,7 @@
 //! of its result, which the loop resolves when the worker rings its doorbell (a self-pipe).
 //!
 //! Left out (`chapters/06-thread-pool/src/` has them): a job that panics, a file that fails
-//! mid-read; and sketch 5's timers (a `/sleep` blocks a worker here).
+//! mid-read; and sketch 5's timers and chapter 5's upstream chain (here they block a worker).
 
 use std::io::{self, Read, Write};
 use std::sync::{mpsc, Arc, Mutex};
