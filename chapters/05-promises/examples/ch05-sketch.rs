@@ -1,30 +1,22 @@
-//! Sketch of chapter 5: promises. Sketch 4's wait written as a chain: a `Deferred` is
-//! settled once, and the `Promise` it handed out runs its next step then, from the loop's
-//! ready queue, never inside the call that settled it. `/sleep` is `delay(ms)`, then the
-//! step that lets its held answer go.
+//! Sketch of chapter 5: promises. Sketch 4's timer as a chain: `delay(ms)` returns a `Promise`
+//! that the timer's `Deferred` settles once, and `then` attaches the next step, which the
+//! loop runs from its ready queue, never inside the call that settled it.
 //!
 //! Left out (`chapters/05-promises/src/` has them): a value that comes before its step,
 //! errors that skip the rest of a chain, `/upstream/` as a chain; and sketch 4's 408.
 
-use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 use std::io::{self, Read, Write};
-use std::net::TcpStream;
-use std::os::fd::AsFd;
-use std::rc::Rc;
 use std::time::{Duration, Instant};
+use std::{cell::Cell, cell::RefCell, collections::VecDeque, net::TcpStream, os::fd::AsFd, rc::Rc};
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use shared::app::{self, Action, Context, Stats};
-use shared::http::{self, Response};
-use shared::{args::Config, blocking, buffer::Buffer, listener, trace};
+use shared::{args::Config, blocking, buffer::Buffer, http, listener, trace};
 
 fn main() {
     let config = Config::from_args("ch05-sketch", &[]);
-    if config.trace {
-        trace::enable();
-    }
+    config.trace.then(trace::enable);
     let listener = listener::listen(&config, true); // non-blocking: `accept` never waits
     let mut connections: Vec<Connection> = Vec::new();
     let mut stats = Stats::default();
@@ -43,22 +35,23 @@ fn main() {
         let _ = poll(&mut fds, timeout); // an error (a signal): nothing is ready
         let ready: Vec<_> = fds.iter().map(|f| f.revents().unwrap_or(Interest::empty())).collect();
         stats.loop_turns += 1;
-        // Do what is ready, nothing else (an error counts as ready: a read meets it).
+        // Do what is ready (an error counts as ready: a read meets it).
         for (connection, events) in connections.iter_mut().zip(ready[1..].iter().copied()) {
-            if !events.is_empty() {
-                connection.on_events(events, &config, &mut stats, &mut el);
+            if events.contains(Interest::POLLOUT) {
+                connection.on_writable();
+            } else if !events.is_empty() {
+                connection.on_readable(&config, &mut stats, &mut el);
             }
         }
         if ready[0].contains(Interest::POLLIN) {
             listener::accept_all(&listener, |stream, _| connections.push(Connection::new(stream)));
         }
         // New: settle the timers that are due, then run the steps that became ready.
-        let now = Instant::now();
-        let (due, later): (Vec<_>, _) = el.timers.drain(..).partition(|(at, _)| *at <= now);
-        el.timers = later;
-        due.into_iter().for_each(|(_, deferred)| deferred.resolve(&mut el, ()));
+        while let Some(due) = el.timers.iter().position(|(at, _)| *at <= Instant::now()) {
+            el.timers.swap_remove(due).1.resolve((), &mut el);
+        }
         while let Some(step) = el.ready.pop_front() {
-            step(&mut el, ()); // a step that settles another promise queues the next one
+            step(&mut el, ()); // a step that settles the next promise queues the next step
         }
         // Forget the connections that are done: dropping one closes its socket.
         connections.retain(|connection| !connection.done);
@@ -69,50 +62,42 @@ fn main() {
 /// What a socket waits for: POLLIN (to read without waiting), POLLOUT (to write).
 type Interest = PollFlags;
 
-/// What the loop keeps for promises: timers' Deferreds (`delay`), steps ready to run.
+/// New: what the loop keeps for promises: the timers' Deferreds, and the steps to run.
 struct EventLoop {
     timers: Vec<(Instant, Deferred<()>)>,
     ready: VecDeque<Step<()>>,
 }
 
-impl EventLoop {
-    /// A promise that is settled once `wait` has passed: a timer's Deferred.
-    fn delay(&mut self, wait: Duration) -> Promise<()> {
-        let (deferred, promise) = deferred();
-        self.timers.push((Instant::now() + wait, deferred));
-        promise
-    }
+/// A promise that its timer settles once `wait` has passed (the chapter: `promise::delay`).
+fn delay(el: &mut EventLoop, wait: Duration) -> Promise<()> {
+    let (deferred, promise) = deferred();
+    el.timers.push((Instant::now() + wait, deferred));
+    promise
 }
 
-/// A promise's next step, and where it waits, owned by both its Deferred (which settles it)
-/// and its Promise (which says what comes next): `Rc<RefCell<..>>`, borrows checked at run time.
+/// A promise's next step. Its Deferred (which settles it) and Promise share it: `Rc<RefCell<_>>`.
 type Step<T> = Box<dyn FnOnce(&mut EventLoop, T)>;
 struct Deferred<T>(Rc<RefCell<Option<Step<T>>>>);
 struct Promise<T>(Rc<RefCell<Option<Step<T>>>>);
 
 fn deferred<T>() -> (Deferred<T>, Promise<T>) {
-    let slot = Rc::new(RefCell::new(None));
-    (Deferred(slot.clone()), Promise(slot))
+    let step = Rc::new(RefCell::new(None));
+    (Deferred(step.clone()), Promise(step))
 }
 
 impl<T: 'static> Deferred<T> {
     /// Settles it, once (it takes `self`): its step is queued, to run after this call.
-    fn resolve(self, el: &mut EventLoop, value: T) {
-        if let Some(step) = self.0.take() {
-            el.ready.push_back(Box::new(move |el, ()| step(el, value)));
-        }
+    fn resolve(self, value: T, el: &mut EventLoop) {
+        let Some(step) = self.0.take() else { return }; // no next step: the chain's end
+        el.ready.push_back(Box::new(move |el, ()| step(el, value)));
     }
 }
 
 impl<T: 'static> Promise<T> {
-    /// The next step of a chain: it gets the value on a later turn; what it returns, the
-    /// promise `then` returns gets.
+    /// The next link: `step` gets the value on a later turn, the promise returned what it returns.
     fn then<U: 'static>(self, step: impl FnOnce(&mut EventLoop, T) -> U + 'static) -> Promise<U> {
         let (next, promise) = deferred();
-        *self.0.borrow_mut() = Some(Box::new(move |el, value| {
-            let value = step(el, value);
-            next.resolve(el, value)
-        }));
+        *self.0.borrow_mut() = Some(Box::new(|el, value| next.resolve(step(el, value), el)));
         promise
     }
 }
@@ -123,8 +108,7 @@ struct Connection {
     received: Buffer,
     out: Buffer,
     done: bool,
-    /// Its answer (a `/sleep`'s) is held until a chain lets it go (shared with that chain).
-    held: Rc<Cell<bool>>,
+    held: Rc<Cell<bool>>, // new: its answer is held until a chain lets it go (shared with it)
 }
 
 impl Connection {
@@ -133,8 +117,7 @@ impl Connection {
         Connection { stream, received, out, done: false, held }
     }
 
-    /// Bytes came, or end of file, or an error. One read: if more is waiting, `poll` says
-    /// so again next turn.
+    /// Bytes came, or end of file, or an error. One read: if more is waiting, we hear again.
     fn on_readable(&mut self, config: &Config, stats: &mut Stats, el: &mut EventLoop) {
         let mut chunk = [0u8; 16 * 1024];
         match self.stream.read(&mut chunk) {
@@ -143,8 +126,17 @@ impl Connection {
             _ => return self.done = true, // end of file or a reset: the client is gone
         }
         // A whole request: answer it (with `Connection: close`: one request a connection).
-        // New: a `/sleep`'s answer is held until its chain lets it go.
-        let app = |request: &http::Request| run_app(request, config, stats, el, &self.held);
+        // New: the answer to a `/sleep` is held until its chain, `delay` then a step, lets it go.
+        let context = Context { chapter: config.chapter, upstream: config.upstream, stats: *stats };
+        let app = |request: &http::Request| match app::handle(request, &context) {
+            Action::Sleep { ms } => {
+                let held = self.held.clone();
+                held.set(true);
+                delay(el, Duration::from_millis(ms)).then(move |_, ()| held.set(false));
+                app::slept(ms)
+            }
+            action => blocking::perform(action, config), // a slow disk or upstream still blocks
+        };
         if http::answer(&mut self.received, &mut self.out, config.chapter, false, app).is_some() {
             stats.requests_served += 1;
             self.on_writable(); // most answers fit in the socket at once
@@ -162,45 +154,13 @@ impl Connection {
         }
         self.done = !self.held.get(); // all sent: close
     }
-}
 
-/// What the loop calls.
-impl Connection {
-    /// Read until the request is in, then write until its answer is out: unless the
-    /// answer is held, and waits for its chain.
+    /// Read until the request is in, then write until its answer is out, unless it is held.
     fn interest(&self) -> Interest {
         match (self.held.get(), self.out.is_empty()) {
             (true, _) => Interest::empty(),
             (false, true) => Interest::POLLIN,
             (false, false) => Interest::POLLOUT,
         }
-    }
-
-    fn on_events(
-        &mut self, events: Interest, config: &Config, stats: &mut Stats, el: &mut EventLoop,
-    ) {
-        if events.contains(Interest::POLLOUT) {
-            self.on_writable();
-        } else {
-            self.on_readable(config, stats, el);
-        }
-    }
-}
-
-/// Asks the application what to do. New: `/sleep`'s answer is held, and a chain lets it go:
-/// `delay(ms)`, then the step that clears `held`. A slow disk or upstream still blocks.
-fn run_app(
-    request: &http::Request, config: &Config, stats: &Stats, el: &mut EventLoop,
-    held: &Rc<Cell<bool>>,
-) -> Response {
-    let context = Context { chapter: config.chapter, upstream: config.upstream, stats: *stats };
-    match app::handle(request, &context) {
-        Action::Sleep { ms } => {
-            held.set(true);
-            let held = held.clone();
-            el.delay(Duration::from_millis(ms)).then(move |_, ()| held.set(false));
-            app::slept(ms)
-        }
-        action => blocking::perform(action, config),
     }
 }

@@ -1,21 +1,20 @@
-//! Sketch of chapter 7: epoll. `poll` is handed every socket on every turn and walks them
-//! all, so ten thousand idle clients make each turn slow. A `Poller` on epoll keeps the
-//! list in the kernel instead: it is told when a socket comes or changes what it waits
-//! for, and its wait hands back only what is ready. A turn costs what is ready.
+//! Sketch of chapter 7: epoll. `poll` is handed every socket each turn and walks them all, so
+//! ten thousand idle clients make every turn slow. A `Poller` on epoll keeps the list in the
+//! kernel, told when a socket comes or changes; its wait hands back only what is ready.
 //!
 //! Left out (`chapters/07-epoll/src/` has them): `--backend poll`, kqueue for macOS and the
-//! BSDs; and sketches 3-6's handlers, keep-alive, timers, promises and pool: not this idea.
+//! BSDs; and sketches 5-6's promises and pool (a slow disk blocks here): not this idea.
 
-use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
-use std::net::TcpStream;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::{collections::BTreeMap, net::TcpStream, os::fd::AsFd, os::fd::BorrowedFd};
 
 use nix::poll::PollFlags;
 #[cfg(target_os = "linux")]
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags};
 
-use shared::{app::Stats, args::Config, blocking::run_app, buffer::Buffer, http, listener, trace};
+use shared::app::{self, Action, Context, Stats};
+use shared::http::{date, response::write_response, response::Framing};
+use shared::{args::Config, blocking, buffer::Buffer, http, listener, trace};
 
 fn main() {
     if cfg!(not(target_os = "linux")) {
@@ -23,9 +22,7 @@ fn main() {
         std::process::exit(2);
     }
     let config = Config::from_args("ch07-sketch", &[]);
-    if config.trace {
-        trace::enable();
-    }
+    config.trace.then(trace::enable);
     let listener = listener::listen(&config, true); // non-blocking: `accept` never waits
     let mut connections: BTreeMap<Token, Connection> = BTreeMap::new();
     let mut stats = Stats::default();
@@ -36,7 +33,7 @@ fn main() {
         trace!("epoll: waiting");
         let ready = poller.wait(); // what is ready, and nothing else
         stats.loop_turns += 1;
-        // Do what is ready, nothing else (an error counts as ready: a read meets it).
+        // Do what is ready (an error counts as ready: a read meets it).
         for (token, events) in ready {
             let Some(connection) = connections.get_mut(&token) else {
                 listener::accept_all(&listener, |stream, _| {
@@ -81,17 +78,7 @@ impl Connection {
         Connection { stream, received: Buffer::new(), out: Buffer::new(), done: false }
     }
 
-    /// Read until the request is in, then write until its answer is out.
-    fn interest(&self) -> Interest {
-        if self.out.is_empty() {
-            Interest::POLLIN
-        } else {
-            Interest::POLLOUT
-        }
-    }
-
-    /// Bytes came, or end of file, or an error. One read: if more is waiting, `poll` says
-    /// so again next turn.
+    /// Bytes came, or end of file, or an error. One read: if more is waiting, we hear again.
     fn on_readable(&mut self, config: &Config, stats: &mut Stats) {
         let mut chunk = [0u8; 16 * 1024];
         match self.stream.read(&mut chunk) {
@@ -100,11 +87,16 @@ impl Connection {
             _ => return self.done = true, // end of file or a reset: the client is gone
         }
         // A whole request: answer it (with `Connection: close`: one request a connection).
-        let app = |request: &http::Request| run_app(request, config, stats);
-        if http::answer(&mut self.received, &mut self.out, config.chapter, false, app).is_some() {
-            stats.requests_served += 1;
-            self.on_writable(); // most answers fit in the socket at once
-        }
+        let context = Context { chapter: config.chapter, upstream: config.upstream, stats: *stats };
+        let app = |request: &http::Request| app::handle(request, &context).into_owned();
+        let Some(taken) = http::take_request(&mut self.received, app) else { return };
+        let rejected = |response| (Action::Respond(response), Framing::CLOSE); // bad bytes
+        let (action, framing) = taken.unwrap_or_else(rejected);
+        stats.requests_served += 1;
+        let (framing, response) =
+            (Framing { keep_alive: false, ..framing }, blocking::perform(action, config));
+        write_response(&mut self.out, &response, &framing, config.chapter, &date::now());
+        self.on_writable(); // most answers fit in the socket at once
     }
 
     /// There is room to write: send what the kernel takes now, and `poll` for the rest.
@@ -113,10 +105,18 @@ impl Connection {
             match self.stream.write(&self.out) {
                 Ok(count) => self.out.consume(count),
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => return,
-                Err(_) => break, // the client left
+                Err(_) => return self.done = true, // the client left
             }
         }
         self.done = true; // all sent: close
+    }
+
+    /// Read until the request is in, then write until its answer is out.
+    fn interest(&self) -> Interest {
+        match self.out.is_empty() {
+            true => Interest::POLLIN,
+            false => Interest::POLLOUT,
+        }
     }
 }
 
