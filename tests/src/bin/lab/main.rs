@@ -9,9 +9,11 @@
 //!   student's. `diff -ru chapters/03-event-loop/src DIR/src` shows that line at first,
 //!   and the student's work after.
 //! - `Cargo.toml`: the chapter's, standing alone (`cargo_toml.rs`): what it took from the
-//!   workbook's workspace written out, `shared` by a path that leads back to the
-//!   workbook, and an empty `[workspace]`, so that Cargo never takes it for a member of
-//!   the workbook's, wherever it is.
+//!   workbook's workspace written out, `shared` copied into the lab or from git at a
+//!   pinned revision, never by a path out of the lab (`standalone.rs`), and a
+//!   `[workspace]` of its own, so that Cargo never takes it for a member of the
+//!   workbook's, wherever it is.
+//! - `shared/`: the workbook's `shared`, when the lab carries its own copy (the default).
 //! - `Cargo.lock`: the workbook's, so that it builds with the same versions of the same
 //!   crates, and needs nothing the workbook has not downloaded already.
 //! - `README.md`: what chapter N adds, and the commands that grade it (`readme.rs`).
@@ -29,6 +31,7 @@
 
 mod cargo_toml;
 mod readme;
+mod standalone;
 
 use std::fs;
 use std::path::{Component, Path, PathBuf};
@@ -37,14 +40,16 @@ use std::process::ExitCode;
 use suite::chapters::{self, Chapter, CHAPTERS};
 
 use cargo_toml::{Changes, Workspace};
+use standalone::Shared;
 
 const USAGE: &str = "\
-usage: cargo run -p suite --bin lab -- [--name NAME] [--sketch] N DIR
+usage: cargo run -p suite --bin lab -- [--name NAME] [--sketch] [--vendor | --shared git=URL@REV] N DIR
 
 Makes DIR (a new or empty folder, anywhere) a crate of its own holding chapter N-1's
-program under the package name NAME, for a student to make it chapter N. It depends on
-the workbook's `shared` crate by path, builds with the workbook's Cargo.lock, and its
-README.md says what chapter N adds and how the suite grades it:
+program under the package name NAME, for a student to make it chapter N. It carries the
+workbook's `shared` crate (or names it in git), builds with the workbook's Cargo.lock, so
+it builds wherever it is moved, and its README.md says what chapter N adds and how the
+suite grades it:
 
   cd DIR && cargo build --release
   cargo run -p suite -- --command DIR/target/release/NAME --chapter N     (from the workbook)
@@ -54,7 +59,17 @@ README.md says what chapter N adds and how the suite grades it:
   --name NAME  the package's name, which its program gives itself (letters, digits, `-`
                and `_`; default: DIR's own name)
   --sketch     the lighter lab: sketch N-1 (chapter N-1's idea in one small program) as
-               src/main.rs, to become sketch N, graded with --sketch on sketch N's checks";
+               src/main.rs, to become sketch N, graded with --sketch on sketch N's checks
+  --vendor     `shared` copied into the lab's shared/, named by the path `shared` (the
+               default): the lab needs nothing but crates.io's crates, which the
+               workbook's Cargo.lock pins
+  --shared git=URL@REV
+               `shared` from the git repository URL (the workbook's) at the commit or tag
+               REV, which Cargo fetches: `--shared git=https://github.com/COURSE/workbook@1a2b3c4`.
+               `--shared git` alone takes the workbook's own `origin` remote and the
+               commit it has checked out: a teacher sets the default by pushing the
+               workbook where students can fetch it (`git remote add origin URL`,
+               `git push origin HEAD`) and making labs from that commit";
 
 /// What the command line asks for.
 #[derive(Debug, PartialEq, Eq)]
@@ -64,6 +79,8 @@ struct Request {
     name: Option<String>,
     /// The lighter lab: sketch N-1, to become sketch N.
     sketch: bool,
+    /// How the lab has `shared`.
+    shared: Shared,
 }
 
 /// A refusal: the one line to print, and whether the usage should follow it.
@@ -82,6 +99,7 @@ fn parse_args(words: impl Iterator<Item = String>) -> Result<Option<Request>, Re
     let usage = |message: String| Refused { message, usage: true };
     let mut name = None;
     let mut sketch = false;
+    let mut shared = None;
     let mut positional = Vec::new();
     let mut words = words;
     while let Some(word) = words.next() {
@@ -89,6 +107,21 @@ fn parse_args(words: impl Iterator<Item = String>) -> Result<Option<Request>, Re
             "--help" | "-h" => return Ok(None),
             "--name" => name = Some(words.next().ok_or(usage("--name needs a value".into()))?),
             "--sketch" => sketch = true,
+            "--vendor" | "--shared" => {
+                let choice = match word.as_str() {
+                    "--vendor" => Shared::Vendored,
+                    _ => standalone::parse(
+                        &words
+                            .next()
+                            .ok_or(usage("--shared needs a value: git=URL@REV, or git".into()))?,
+                    )
+                    .map_err(usage)?,
+                };
+                if shared.as_ref().is_some_and(|earlier| *earlier != choice) {
+                    return Err(usage("--vendor and --shared: say one".into()));
+                }
+                shared = Some(choice);
+            }
             flag if flag.starts_with('-') && flag.len() > 1 => {
                 return Err(usage(format!("unknown flag {flag}")))
             }
@@ -114,7 +147,8 @@ fn parse_args(words: impl Iterator<Item = String>) -> Result<Option<Request>, Re
     if let Some(name) = &name {
         check_name(name).map_err(usage)?;
     }
-    Ok(Some(Request { chapter, folder: PathBuf::from(folder), name, sketch }))
+    let shared = shared.unwrap_or(Shared::Vendored);
+    Ok(Some(Request { chapter, folder: PathBuf::from(folder), name, sketch, shared }))
 }
 
 /// Is this a package name Cargo takes, and not one of the chapters'?
@@ -149,20 +183,6 @@ fn name_from_folder(folder: &Path) -> String {
         false if name.is_empty() => "lab".to_string(),
         false => format!("lab-{name}"),
     }
-}
-
-/// A relative path from `from` to `to` (both absolute and without `..`) when both are
-/// inside `within` (the workbook: the two move together); else `to` itself.
-fn path_between(from: &Path, to: &Path, within: &Path) -> String {
-    let relative = (|| {
-        let from = from.strip_prefix(within).ok()?;
-        let to = to.strip_prefix(within).ok()?;
-        let ups = from.components().filter(|part| matches!(part, Component::Normal(_))).count();
-        let mut path: Vec<String> = vec!["..".to_string(); ups];
-        path.extend(to.components().map(|part| part.as_os_str().to_string_lossy().into_owned()));
-        Some(path.join("/"))
-    })();
-    relative.unwrap_or_else(|| to.display().to_string())
 }
 
 fn main() -> ExitCode {
@@ -259,12 +279,17 @@ fn make(request: &Request) -> Result<(), Failure> {
             folder.display()
         ))));
     }
+    let shared = match &request.shared {
+        Shared::GitOfWorkbook => standalone::workbook_remote(&workbook)
+            .map_err(|message| Failure::Refused(refuse(message)))?,
+        shared => shared.clone(),
+    };
     fs::create_dir_all(&lab)
         .map_err(|error| format!("cannot create {}: {error}", folder.display()))?;
-    let result = fill(&lab, &workbook, chapter, previous, &name, request.sketch);
-    match result {
+    let made = Made { lab: &lab, workbook: &workbook, chapter, previous, name: &name, shared };
+    match fill(&made, request.sketch) {
         Ok(renamed) => {
-            print_made(&lab, &workbook, chapter, previous, &name, renamed, request.sketch);
+            print_made(&made, renamed, request.sketch);
             Ok(())
         }
         Err(failure) => {
@@ -312,10 +337,24 @@ fn absolute(folder: &Path) -> Result<PathBuf, String> {
     Ok(path)
 }
 
+/// What a lab is made of, once the command line is understood: where it goes, where from.
+struct Made<'a> {
+    /// The lab's folder and the workbook's, absolute.
+    lab: &'a Path,
+    workbook: &'a Path,
+    /// The chapter (or sketch) to write, and the one the lab starts from.
+    chapter: &'a Chapter,
+    previous: &'a Chapter,
+    /// The package's name, and its program's.
+    name: &'a str,
+    /// How the lab has `shared`.
+    shared: Shared,
+}
+
 /// Says in how many lines of the sources it gave the program the student's name.
-fn fill(
-    lab: &Path, workbook: &Path, chapter: &Chapter, previous: &Chapter, name: &str, sketch: bool,
-) -> Result<usize, String> {
+fn fill(made: &Made, sketch: bool) -> Result<usize, String> {
+    let Made { lab, workbook, chapter, previous, name, shared } = made;
+    let (chapter, previous) = (*chapter, *previous);
     let read = |path: &Path| {
         fs::read_to_string(path).map_err(|error| format!("cannot read {}: {error}", path.display()))
     };
@@ -335,24 +374,30 @@ fn fill(
             chapter.number, previous.number
         ),
     };
-    let locate = |from_root: &str| path_between(lab, &workbook.join(from_root), workbook);
+    let locate = |from_root: &str| shared.fields(from_root, 0);
     let changes = Changes {
         was: previous.name,
         name,
         description: &description,
         locate: &locate,
         chapter_folder: &format!("chapters/{}", previous.directory),
+        workspace: Some(&[]),
     };
     let manifest = workspace.standalone(&read(&chapter_folder.join("Cargo.toml"))?, &changes)?;
     let preamble = format!(
         "# chapters/{}/Cargo.toml, standing alone: made by the workbook's lab (README.md says\n\
-         # more). `shared` is the workbook's own, found by its path: if either moves, mend it.\n",
-        previous.directory
+         # more). {}\n",
+        previous.directory,
+        shared.said()
     );
     write(&lab.join("Cargo.toml"), &(preamble + &manifest))?;
     fs::copy(workbook.join("Cargo.lock"), lab.join("Cargo.lock"))
         .map_err(|error| format!("cannot copy the workbook's Cargo.lock: {error}"))?;
     write(&lab.join(".gitignore"), "/target\n")?;
+    if *shared == Shared::Vendored {
+        standalone::vendor(workbook, lab, &workspace)?;
+    }
+    let shared_in_words = shared.in_words();
     if sketch {
         // Sketch N-1 alone, as the lab's program, its name (`chNN-sketch`) made the student's.
         fs::create_dir_all(lab.join("src"))
@@ -368,6 +413,7 @@ fn fill(
             workbook: &workbook.display().to_string(),
             program: &lab.join("target/release").join(name).display().to_string(),
             idea: &readme::idea(&assignment),
+            shared: &shared_in_words,
         });
         write(&lab.join("README.md"), &readme)?;
         return Ok(renamed);
@@ -394,6 +440,7 @@ fn fill(
         program: &program.display().to_string(),
         page,
         chapter_written: chapter.is_present(),
+        shared: &shared_in_words,
     });
     write(&lab.join("README.md"), &readme)?;
     Ok(renamed)
@@ -443,13 +490,11 @@ fn find_page(workbook: &Path, chapter: &Chapter) -> Option<(String, readme::Page
 }
 
 /// What was made, and what to do next.
-fn print_made(
-    lab: &Path, workbook: &Path, chapter: &Chapter, previous: &Chapter, name: &str, renamed: usize,
-    sketch: bool,
-) {
-    let shared = match path_between(lab, &workbook.join("shared"), workbook) {
-        relative if relative.starts_with("..") => format!("the relative path {relative}"),
-        _ => "its absolute path".to_string(),
+fn print_made(made: &Made, renamed: usize, sketch: bool) {
+    let Made { lab, chapter, previous, name, shared, .. } = made;
+    let shared = match shared {
+        Shared::Git { url, rev } => format!("`shared` from {url} at {rev}"),
+        _ => "`shared` copied into shared/".to_string(),
     };
     let (what, src) = match sketch {
         false => ("chapter", format!("chapters/{}/src", previous.directory)),
@@ -468,7 +513,7 @@ fn print_made(
     let folder = if sketch { "src/main.rs " } else { "src/        " };
     let lines = suite::report::plural(renamed, "line");
     println!("  {folder} {src}, its name made {name} in {lines}");
-    println!("  Cargo.toml   a crate of its own; the workbook's `shared` by {shared}");
+    println!("  Cargo.toml   a crate of its own, which builds wherever it goes; {shared}");
     println!("  Cargo.lock   the workbook's: the same versions, nothing new to download");
     println!("  README.md    what {what} {} adds, and how the suite grades it", chapter.number);
     println!("next, in the lab and then in the workbook:");

@@ -34,11 +34,27 @@ fn a_name_is_one_cargo_takes_and_not_a_chapters() {
 }
 
 #[test]
-fn shared_is_found_by_a_relative_path_inside_the_workbook_and_an_absolute_one_outside() {
-    let workbook = Path::new("/work/book");
-    let shared = workbook.join("shared");
-    assert_eq!(path_between(Path::new("/work/book/labs/ana"), &shared, workbook), "../../shared");
-    assert_eq!(path_between(Path::new("/tmp/ana"), &shared, workbook), "/work/book/shared");
+fn shared_is_vendored_unless_git_is_asked_for() {
+    let request = parse(&["3", "lab"]).expect("accepted").expect("a request");
+    assert_eq!(request.shared, Shared::Vendored);
+    let request = parse(&["--vendor", "3", "lab"]).expect("accepted").expect("a request");
+    assert_eq!(request.shared, Shared::Vendored);
+    let pinned = ["--shared", "git=ssh://git@example.org/workbook.git@1a2b3c", "3", "lab"];
+    let request = parse(&pinned).expect("accepted").expect("a request");
+    let url = "ssh://git@example.org/workbook.git".to_string();
+    assert_eq!(request.shared, Shared::Git { url, rev: "1a2b3c".to_string() });
+    let request = parse(&["--shared", "git", "3", "lab"]).expect("accepted").expect("a request");
+    assert_eq!(request.shared, Shared::GitOfWorkbook);
+    for refused in [
+        &["--shared", "path", "3", "lab"][..],
+        &["--shared", "git=https://example.org/workbook", "3", "lab"],
+        &["--shared", "git=@1a2b", "3", "lab"],
+        &["--vendor", "--shared", "git", "3", "lab"],
+        &["3", "lab", "--shared"],
+    ] {
+        let refused = parse(refused).expect_err("refused");
+        assert!(refused.usage && !refused.message.contains('\n'), "{refused:?}");
+    }
 }
 
 /// A temporary folder, removed however the test ends.
@@ -68,8 +84,8 @@ fn a_lab_holds_the_chapter_before_under_the_students_name() {
     let manifest = read("Cargo.toml");
     assert!(manifest.contains("name = \"ana-ch04\"\n") && manifest.contains("\n[workspace]\n"));
     let workbook = fs::canonicalize(chapters::workspace_root()).expect("the workbook");
-    let shared = format!("shared = {{ path = \"{}\" }}", workbook.join("shared").display());
-    assert!(manifest.contains(&shared), "{manifest}");
+    assert!(manifest.contains("shared = { path = \"shared\" }"), "{manifest}");
+    assert!(folder.join("shared/src/lib.rs").is_file() && folder.join("shared/site").is_dir());
     assert_eq!(read("Cargo.lock"), fs::read_to_string(workbook.join("Cargo.lock")).expect("lock"));
     let main = read("src/main.rs");
     assert!(main.contains("Config::from_args(\"ana-ch04\"") && !main.contains("ch03-event-loop"));
@@ -87,8 +103,13 @@ fn a_lab_inside_chapters_is_refused_and_leaves_nothing() {
     let folder = chapters::workspace_root()
         .join("chapters")
         .join(format!("99-lab-test-{}", std::process::id()));
-    let request =
-        Request { chapter: chapters::chapter(2).expect("2"), folder, name: None, sketch: false };
+    let request = Request {
+        chapter: chapters::chapter(2).expect("2"),
+        folder,
+        name: None,
+        sketch: false,
+        shared: Shared::Vendored,
+    };
     let refused = make(&request).expect_err("refused");
     assert!(matches!(refused, Failure::Refused(_)));
     assert!(!request.folder.exists());
@@ -133,6 +154,7 @@ fn a_sketch_lab_holds_the_sketch_before_and_sketch_ns_idea() {
         folder: scratch.0.join("x"),
         name: None,
         sketch: true,
+        shared: Shared::Vendored,
     };
     if !chapters::chapter(11).expect("11").has_sketch() {
         assert!(matches!(make(&none), Err(Failure::Refused(_))));

@@ -33,6 +33,8 @@ pub struct Lab<'a> {
     pub page: Option<(String, Page)>,
     /// Whether chapter N's own program is in the workbook yet, to compare with.
     pub chapter_written: bool,
+    /// How the lab has `shared`, in a sentence's words: "carries its own copy of ...".
+    pub shared: &'a str,
 }
 
 /// The opening of a chapter's page.
@@ -162,9 +164,9 @@ pub fn readme(lab: &Lab) -> String {
             "This crate is chapter {before}'s program (`{}`) under the name `{}`, which the \
              program gives itself (in its usage, its `Server` header, its index page). Your \
              task is to make it chapter {n}'s{title}. It was made by `cargo run -p suite --bin \
-             lab -- {n} {}` in the workbook at `{}`, and uses that workbook's `shared` crate \
-             (`Cargo.toml` names it by its path).",
-            lab.previous.name, lab.name, lab.folder, lab.workbook,
+             lab -- {n} {}` in the workbook at `{}`, and {} (so it builds wherever it is \
+             moved).",
+            lab.previous.name, lab.name, lab.folder, lab.workbook, lab.shared,
         ),
         "",
         "",
@@ -299,6 +301,8 @@ pub struct SketchLab<'a> {
     pub program: &'a str,
     /// Sketch N's idea, as its doc comment opens ([`idea`]).
     pub idea: &'a str,
+    /// As in [`Lab`].
+    pub shared: &'a str,
 }
 
 /// The opening paragraph of a sketch's `//!` doc comment: what it shows, in its own words.
@@ -323,12 +327,12 @@ pub fn sketch_readme(lab: &SketchLab) -> String {
              nothing else, in one small program) under the name `{}`, which the program gives \
              itself. Your task is to make it sketch {n}: to add chapter {n}'s idea, in as few \
              lines as it takes. It was made by `cargo run -p suite --bin lab -- --sketch {n} \
-             {}` in the workbook at `{}`, and uses that workbook's `shared` crate (`Cargo.toml` \
-             names it by its path).",
+             {}` in the workbook at `{}`, and {} (so it builds wherever it is moved).",
             lab.previous.sketch_path().display(),
             lab.name,
             lab.folder,
             lab.workbook,
+            lab.shared,
         ),
         "",
         "",
