@@ -313,18 +313,8 @@ fn make(request: &Request) -> Result<(), Failure> {
 /// `folder` as an absolute path without links or `..`, whether it exists yet or not.
 fn absolute(folder: &Path) -> Result<PathBuf, String> {
     let cannot = |error: std::io::Error| format!("cannot find {}: {error}", folder.display());
-    let mut lexical = PathBuf::new();
-    for part in std::path::absolute(folder).map_err(cannot)?.components() {
-        match part {
-            Component::ParentDir => {
-                lexical.pop();
-            }
-            Component::CurDir => {}
-            part => lexical.push(part),
-        }
-    }
     // The part that exists, made canonical (links followed), and the rest as it is.
-    let mut existing = lexical;
+    let mut existing = lexical(&std::path::absolute(folder).map_err(cannot)?);
     let mut rest = Vec::new();
     while !existing.exists() {
         rest.extend(existing.file_name().map(|name| name.to_owned()));
@@ -404,6 +394,9 @@ fn fill(made: &Made, sketch: bool) -> Result<usize, String> {
             .map_err(|error| format!("cannot create src/: {error}"))?;
         let from = workbook.join(previous.sketch_path());
         let renamed = copy_tree(&from, &lab.join("src/main.rs"), &previous.sketch_name(), name)?;
+        // Sketches 10 and 11 borrow the chapter's ring (`#[path = "../src/ring.rs"]`).
+        let from_folder = from.parent().unwrap_or(workbook);
+        copy_included(&read(&from)?, from_folder, &lab.join("src"), lab)?;
         let assignment = read(&workbook.join(chapter.sketch_path()))?;
         let readme = readme::sketch_readme(&readme::SketchLab {
             chapter,
@@ -468,6 +461,57 @@ fn copy_tree(from: &Path, to: &Path, chapter_name: &str, name: &str) -> Result<u
     }
     fs::copy(from, to).map_err(cannot)?;
     Ok(0)
+}
+
+/// Copies the files `source` takes in by `#[path = "..."]`, found from `from_folder`, to
+/// the same path from `to_folder`, and the files they take in, in turn. Without them a
+/// sketch that borrows a chapter's module (sketch 10's `../src/ring.rs`) would not build.
+fn copy_included(
+    source: &str, from_folder: &Path, to_folder: &Path, lab: &Path,
+) -> Result<(), String> {
+    for line in source.lines() {
+        let Some(path) =
+            line.trim().strip_prefix("#[path = \"").and_then(|rest| rest.strip_suffix("\"]"))
+        else {
+            continue;
+        };
+        let (from, to) = (from_folder.join(path), lexical(&to_folder.join(path)));
+        if !to.starts_with(lab) {
+            return Err(format!(
+                "{} takes in {path}, which would be outside the lab",
+                from_folder.display()
+            ));
+        }
+        if to.exists() {
+            continue;
+        }
+        let text = fs::read_to_string(&from)
+            .map_err(|error| format!("cannot read {}: {error}", from.display()))?;
+        if let Some(folder) = to.parent() {
+            fs::create_dir_all(folder)
+                .map_err(|error| format!("cannot create {}: {error}", folder.display()))?;
+        }
+        fs::write(&to, &text).map_err(|error| format!("cannot write {}: {error}", to.display()))?;
+        // A file taken in by `#[path]` finds its own `#[path]` files beside itself.
+        let beside = (from.parent().unwrap_or(from_folder), to.parent().unwrap_or(to_folder));
+        copy_included(&text, beside.0, beside.1, lab)?;
+    }
+    Ok(())
+}
+
+/// `path` without `.` and `..` (the path need not exist).
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            part => out.push(part),
+        }
+    }
+    out
 }
 
 /// The chapter's page in the book (`book/src/chNN-*.md`), from the workbook's root, and

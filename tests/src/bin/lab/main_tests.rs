@@ -161,3 +161,23 @@ fn a_sketch_lab_holds_the_sketch_before_and_sketch_ns_idea() {
         assert!(!none.folder.exists());
     }
 }
+
+#[test]
+fn a_sketch_that_borrows_the_chapters_ring_gets_it_too() {
+    let ten = chapters::chapter(10).expect("chapter 10");
+    if !ten.has_sketch() || !chapters::chapter(11).expect("11").has_sketch() {
+        suite::harness::print_uncaptured("lab: SKIPPED the sketch 11 lab test: no sketches 10, 11");
+        return;
+    }
+    let scratch = Scratch::new("sketch11");
+    let folder = scratch.0.join("ana-sketch11");
+    let request =
+        parse(&["--sketch", "11", &folder.display().to_string()]).expect("ok").expect("a request");
+    assert!(make(&request).is_ok());
+    // Sketch 10 says `#[path = "../src/ring.rs"]`, and ring.rs its `ring_tests.rs`.
+    let chapter = chapters::workspace_root().join("chapters").join(ten.directory).join("src");
+    for file in ["ring.rs", "ring_tests.rs"] {
+        let copied = fs::read_to_string(folder.join("src").join(file)).expect(file);
+        assert_eq!(copied, fs::read_to_string(chapter.join(file)).expect(file), "{file}");
+    }
+}
