@@ -31,6 +31,7 @@
 
 mod cargo_toml;
 mod readme;
+mod similarity;
 mod standalone;
 
 use std::fs;
@@ -43,7 +44,9 @@ use cargo_toml::{Changes, Workspace};
 use standalone::Shared;
 
 const USAGE: &str = "\
-usage: cargo run -p suite --bin lab -- [--name NAME] [--sketch] [--vendor | --shared git=URL@REV] N DIR
+usage: cargo run -p suite --bin lab -- [--name NAME] [--sketch] [--handout]
+                                      [--vendor | --shared git=URL@REV] N DIR
+       cargo run -p suite --bin lab -- similarity DIR N    (how much of DIR is chapter N's)
 
 Makes DIR (a new or empty folder, anywhere) a crate of its own holding chapter N-1's
 program under the package name NAME, for a student to make it chapter N. It carries the
@@ -60,6 +63,10 @@ suite grades it:
                and `_`; default: DIR's own name)
   --sketch     the lighter lab: sketch N-1 (chapter N-1's idea in one small program) as
                src/main.rs, to become sketch N, graded with --sketch on sketch N's checks
+  --handout    what a student is handed, and nothing else: the lab (with `shared`), and
+               the suite in grader/ to grade it with (`cargo run --release -p suite --
+               --command target/release/NAME --chapter N`, or ./grade.sh); no path into
+               the workbook, and nothing of chapter N or later nor their answers
   --vendor     `shared` copied into the lab's shared/, named by the path `shared` (the
                default): the lab needs nothing but crates.io's crates, which the
                workbook's Cargo.lock pins
@@ -81,6 +88,8 @@ struct Request {
     sketch: bool,
     /// How the lab has `shared`.
     shared: Shared,
+    /// A handout: the lab and the grader, without the workbook (nor its answers).
+    handout: bool,
 }
 
 /// A refusal: the one line to print, and whether the usage should follow it.
@@ -100,6 +109,7 @@ fn parse_args(words: impl Iterator<Item = String>) -> Result<Option<Request>, Re
     let mut name = None;
     let mut sketch = false;
     let mut shared = None;
+    let mut handout = false;
     let mut positional = Vec::new();
     let mut words = words;
     while let Some(word) = words.next() {
@@ -107,6 +117,7 @@ fn parse_args(words: impl Iterator<Item = String>) -> Result<Option<Request>, Re
             "--help" | "-h" => return Ok(None),
             "--name" => name = Some(words.next().ok_or(usage("--name needs a value".into()))?),
             "--sketch" => sketch = true,
+            "--handout" => handout = true,
             "--vendor" | "--shared" => {
                 let choice = match word.as_str() {
                     "--vendor" => Shared::Vendored,
@@ -148,7 +159,7 @@ fn parse_args(words: impl Iterator<Item = String>) -> Result<Option<Request>, Re
         check_name(name).map_err(usage)?;
     }
     let shared = shared.unwrap_or(Shared::Vendored);
-    Ok(Some(Request { chapter, folder: PathBuf::from(folder), name, sketch, shared }))
+    Ok(Some(Request { chapter, folder: PathBuf::from(folder), name, sketch, shared, handout }))
 }
 
 /// Is this a package name Cargo takes, and not one of the chapters'?
@@ -186,7 +197,11 @@ fn name_from_folder(folder: &Path) -> String {
 }
 
 fn main() -> ExitCode {
-    let request = match parse_args(std::env::args().skip(1)) {
+    let words: Vec<String> = std::env::args().skip(1).collect();
+    if words.first().is_some_and(|word| word == "similarity") {
+        return similarity::main(&words[1..]);
+    }
+    let request = match parse_args(words.into_iter()) {
         Ok(Some(request)) => request,
         Ok(None) => {
             println!("{USAGE}");
@@ -286,7 +301,15 @@ fn make(request: &Request) -> Result<(), Failure> {
     };
     fs::create_dir_all(&lab)
         .map_err(|error| format!("cannot create {}: {error}", folder.display()))?;
-    let made = Made { lab: &lab, workbook: &workbook, chapter, previous, name: &name, shared };
+    let made = Made {
+        lab: &lab,
+        workbook: &workbook,
+        chapter,
+        previous,
+        name: &name,
+        shared,
+        handout: request.handout,
+    };
     match fill(&made, request.sketch) {
         Ok(renamed) => {
             print_made(&made, renamed, request.sketch);
@@ -339,11 +362,13 @@ struct Made<'a> {
     name: &'a str,
     /// How the lab has `shared`.
     shared: Shared,
+    /// A handout, which carries the grader and names nothing of the workbook.
+    handout: bool,
 }
 
 /// Says in how many lines of the sources it gave the program the student's name.
 fn fill(made: &Made, sketch: bool) -> Result<usize, String> {
-    let Made { lab, workbook, chapter, previous, name, shared } = made;
+    let Made { lab, workbook, chapter, previous, name, shared, handout } = made;
     let (chapter, previous) = (*chapter, *previous);
     let read = |path: &Path| {
         fs::read_to_string(path).map_err(|error| format!("cannot read {}: {error}", path.display()))
@@ -371,7 +396,8 @@ fn fill(made: &Made, sketch: bool) -> Result<usize, String> {
         description: &description,
         locate: &locate,
         chapter_folder: &format!("chapters/{}", previous.directory),
-        workspace: Some(&[]),
+        // A handout's grader is a member of the lab's workspace: one Cargo.lock, one target/.
+        workspace: Some(if *handout { &["grader"] } else { &[] }),
     };
     let manifest = workspace.standalone(&read(&chapter_folder.join("Cargo.toml"))?, &changes)?;
     let preamble = format!(
@@ -386,6 +412,9 @@ fn fill(made: &Made, sketch: bool) -> Result<usize, String> {
     write(&lab.join(".gitignore"), "/target\n")?;
     if *shared == Shared::Vendored {
         standalone::vendor(workbook, lab, &workspace)?;
+    }
+    if *handout {
+        standalone::vendor_grader(workbook, lab, &workspace, shared)?;
     }
     let shared_in_words = shared.in_words();
     if sketch {
@@ -407,6 +436,7 @@ fn fill(made: &Made, sketch: bool) -> Result<usize, String> {
             program: &lab.join("target/release").join(name).display().to_string(),
             idea: &readme::idea(&assignment),
             shared: &shared_in_words,
+            handout: *handout,
         });
         write(&lab.join("README.md"), &readme)?;
         return Ok(renamed);
@@ -434,6 +464,7 @@ fn fill(made: &Made, sketch: bool) -> Result<usize, String> {
         page,
         chapter_written: chapter.is_present(),
         shared: &shared_in_words,
+        handout: *handout,
     });
     write(&lab.join("README.md"), &readme)?;
     Ok(renamed)
@@ -560,13 +591,27 @@ fn print_made(made: &Made, renamed: usize, sketch: bool) {
     println!("  Cargo.toml   a crate of its own, which builds wherever it goes; {shared}");
     println!("  Cargo.lock   the workbook's: the same versions, nothing new to download");
     println!("  README.md    what {what} {} adds, and how the suite grades it", chapter.number);
+    let sketch_flag = if sketch { " --sketch" } else { "" };
+    if made.handout {
+        println!(
+            "  grader/      the suite, to grade it with; nothing of chapter {} or later",
+            chapter.number
+        );
+        println!("next, in the lab:");
+        println!("  cd {} && cargo build --release", lab.display());
+        println!(
+            "  cargo run --release -q -p suite -- --command target/release/{name} --chapter {}{sketch_flag}",
+            chapter.number
+        );
+        return;
+    }
     println!("next, in the lab and then in the workbook:");
     println!("  cd {} && cargo build --release", lab.display());
     println!(
         "  cargo run -p suite -- --command {} --chapter {}{}",
         lab.join("target/release").join(name).display(),
         chapter.number,
-        if sketch { " --sketch" } else { "" }
+        sketch_flag
     );
 }
 

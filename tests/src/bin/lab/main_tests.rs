@@ -109,6 +109,7 @@ fn a_lab_inside_chapters_is_refused_and_leaves_nothing() {
         name: None,
         sketch: false,
         shared: Shared::Vendored,
+        handout: false,
     };
     let refused = make(&request).expect_err("refused");
     assert!(matches!(refused, Failure::Refused(_)));
@@ -155,6 +156,7 @@ fn a_sketch_lab_holds_the_sketch_before_and_sketch_ns_idea() {
         name: None,
         sketch: true,
         shared: Shared::Vendored,
+        handout: false,
     };
     if !chapters::chapter(11).expect("11").has_sketch() {
         assert!(matches!(make(&none), Err(Failure::Refused(_))));
@@ -180,4 +182,89 @@ fn a_sketch_that_borrows_the_chapters_ring_gets_it_too() {
         let copied = fs::read_to_string(folder.join("src").join(file)).expect(file);
         assert_eq!(copied, fs::read_to_string(chapter.join(file)).expect(file), "{file}");
     }
+}
+
+/// Every file under `folder`, but `target/`, as (path from `folder`, contents).
+fn files(folder: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut found = Vec::new();
+    let mut pending = vec![folder.to_path_buf()];
+    while let Some(next) = pending.pop() {
+        for entry in fs::read_dir(&next).expect("a folder").flatten() {
+            let path = entry.path();
+            if path.is_dir() && entry.file_name() != "target" {
+                pending.push(path);
+            } else if path.is_file() {
+                let relative = path.strip_prefix(folder).expect("inside").to_path_buf();
+                found.push((relative, fs::read(&path).expect("a file")));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn a_handout_holds_the_grader_and_no_answer() {
+    let scratch = Scratch::new("handout");
+    let folder = scratch.0.join("ana-ch04");
+    let request =
+        parse(&["--handout", "4", &folder.display().to_string()]).expect("ok").expect("a request");
+    assert!(request.handout);
+    assert!(make(&request).is_ok());
+    let handed = files(&folder);
+    let has = |path: &str| handed.iter().any(|(file, _)| file == Path::new(path));
+    for needed in ["src/main.rs", "shared/src/lib.rs", "grader/src/main.rs", "grader/Cargo.toml"] {
+        assert!(has(needed), "{needed} is handed out");
+    }
+    // No chapter's folder, no page of the book, nothing of the lab command itself.
+    for (file, _) in &handed {
+        let path = file.display().to_string();
+        assert!(!path.contains("chapters/") && !path.contains("book/"), "{path}");
+        assert!(!path.contains("answers") && !path.starts_with("grader/src/bin"), "{path}");
+    }
+    // No file of chapter 4 or later that chapter 3 does not hold as it is, nor an answer.
+    let root = chapters::workspace_root();
+    let workbook = fs::canonicalize(&root).expect("the workbook");
+    let three: Vec<Vec<u8>> =
+        files(&root.join("chapters/03-event-loop")).into_iter().map(|(_, text)| text).collect();
+    let mut answers = files(&root.join("book/src/answers"));
+    answers.extend(
+        files(&root.join("book/src")).into_iter().filter(|(f, _)| f.starts_with("answers")),
+    );
+    let mut later = answers;
+    for chapter in CHAPTERS.iter().filter(|chapter| chapter.number >= 4 && chapter.is_present()) {
+        later.extend(files(&root.join("chapters").join(chapter.directory)));
+    }
+    for (file, text) in later.iter().filter(|(_, text)| !three.contains(text)) {
+        let copied = handed.iter().find(|(_, handed)| handed == text);
+        assert!(copied.is_none(), "{} is handed out as {:?}", file.display(), copied.map(|c| &c.0));
+    }
+    // Nothing names the workbook, so nothing leads back to it.
+    for (file, text) in &handed {
+        let text = String::from_utf8_lossy(text);
+        assert!(
+            !text.contains(&workbook.display().to_string()),
+            "{} names the workbook",
+            file.display()
+        );
+    }
+    let readme = fs::read_to_string(folder.join("README.md")).expect("README.md");
+    assert!(
+        readme.contains(
+            "cargo run --release -q -p suite -- --command target/release/ana-ch04 --chapter 4\n"
+        ),
+        "{readme}"
+    );
+    let manifest = fs::read_to_string(folder.join("Cargo.toml")).expect("Cargo.toml");
+    assert!(manifest.contains("[workspace]\nmembers = [\"grader\"]\n"), "{manifest}");
+    // Cargo resolves the lab, grader and all, from its Cargo.lock alone (`cargo tree` reads
+    // only this machine's dependencies, which the workbook has; `cargo metadata` would
+    // want every platform's).
+    let tree = std::process::Command::new(std::env::var_os("CARGO").unwrap_or("cargo".into()))
+        .args(["tree", "--offline", "--workspace", "--target", "host-tuple", "--depth", "1"])
+        .current_dir(&folder)
+        .output()
+        .expect("cargo tree runs");
+    assert!(tree.status.success(), "{}", String::from_utf8_lossy(&tree.stderr));
+    let text = String::from_utf8_lossy(&tree.stdout);
+    assert!(text.contains("suite v") && text.contains("ana-ch04 v"), "{text}");
 }

@@ -35,6 +35,8 @@ pub struct Lab<'a> {
     pub chapter_written: bool,
     /// How the lab has `shared`, in a sentence's words: "carries its own copy of ...".
     pub shared: &'a str,
+    /// A handout: the suite is in the lab's `grader/`, and nothing names the workbook.
+    pub handout: bool,
 }
 
 /// The opening of a chapter's page.
@@ -159,14 +161,25 @@ pub fn readme(lab: &Lab) -> String {
         }
         None => String::new(),
     };
+    let origin = match lab.handout {
+        true => format!(
+            "It was made by the Event Loop Workbook's lab command (`lab {n} DIR --handout`), \
+             {} (so it builds wherever it is moved), and carries in `grader/` the suite that \
+             grades it",
+            lab.shared
+        ),
+        false => format!(
+            "It was made by `cargo run -p suite --bin lab -- {n} {}` in the workbook at `{}`, \
+             and {} (so it builds wherever it is moved)",
+            lab.folder, lab.workbook, lab.shared
+        ),
+    };
     out.push_str(&wrap(
         &format!(
             "This crate is chapter {before}'s program (`{}`) under the name `{}`, which the \
              program gives itself (in its usage, its `Server` header, its index page). Your \
-             task is to make it chapter {n}'s{title}. It was made by `cargo run -p suite --bin \
-             lab -- {n} {}` in the workbook at `{}`, and {} (so it builds wherever it is \
-             moved).",
-            lab.previous.name, lab.name, lab.folder, lab.workbook, lab.shared,
+             task is to make it chapter {n}'s{title}. {origin}.",
+            lab.previous.name, lab.name,
         ),
         "",
         "",
@@ -178,14 +191,23 @@ pub fn readme(lab: &Lab) -> String {
             let _ = writeln!(out, "> {line}");
         }
         out.push('\n');
+        let (rules, page, book) = match lab.handout {
+            true => {
+                ("the book's page *Your own server*".to_string(), format!("*{}*", page.title), "")
+            }
+            false => (
+                "the workbook's `book/src/your-server.md`".to_string(),
+                format!("`{path}`"),
+                " (`mdbook serve book` in the workbook shows the pages as a book)",
+            ),
+        };
         out.push_str(&wrap(
             &format!(
-                "What your server is held to is in the workbook's `book/src/your-server.md`: \
-                 its section *Chapter by chapter* gives every rule with the check that holds \
-                 it (the rules under *Chapter {n} on* are this lab's). The problem chapter {n} \
-                 solves, and its idea, open the chapter's page, `{path}`: read it up to the \
-                 section *The chapter's code*, where chapter {n}'s own code begins, the answer \
-                 (`mdbook serve book` in the workbook shows the pages as a book)."
+                "What your server is held to is in {rules}: its section *Chapter by chapter* \
+                 gives every rule with the check that holds it (the rules under *Chapter {n} \
+                 on* are this lab's). The problem chapter {n} solves, and its idea, open the \
+                 chapter's page, {page}: read it up to the section *The chapter's code*, where \
+                 chapter {n}'s own code begins, the answer{book}."
             ),
             "",
             "",
@@ -241,16 +263,7 @@ pub fn readme(lab: &Lab) -> String {
     }
 
     let _ = write!(out, "## Build and grade\n\n");
-    let _ = writeln!(
-        out,
-        "```sh\ncargo build --release    # here, in the lab\ncd {}    # the workbook",
-        lab.workbook
-    );
-    for chapter in [n, before] {
-        let _ =
-            writeln!(out, "cargo run -p suite -- --command {} --chapter {chapter}", lab.program);
-    }
-    out.push_str("```\n\n");
+    out.push_str(&grading(lab.handout, lab.workbook, lab.program, lab.name, [n, before], ""));
     let first = match rows.is_empty() {
         true => "it passes too, as made".to_string(),
         false => format!(
@@ -273,6 +286,15 @@ pub fn readme(lab: &Lab) -> String {
     ));
 
     let _ = write!(out, "## Compare\n\n");
+    if lab.handout {
+        out.push_str(&wrap(
+            "Keep the lab in git from the first: `git diff` against the commit you were handed \
+             is what you changed, and should read like the lesson.",
+            "",
+            "",
+        ));
+        return out;
+    }
     let _ = writeln!(
         out,
         "```sh\ndiff -ru {}/chapters/{}/src src    # what you changed",
@@ -303,6 +325,7 @@ pub struct SketchLab<'a> {
     pub idea: &'a str,
     /// As in [`Lab`].
     pub shared: &'a str,
+    pub handout: bool,
 }
 
 /// The opening paragraph of a sketch's `//!` doc comment: what it shows, in its own words.
@@ -321,18 +344,27 @@ pub fn sketch_readme(lab: &SketchLab) -> String {
     let (n, before) = (lab.chapter.number, lab.previous.number);
     let mut out = String::new();
     let _ = write!(out, "# {}: sketch {n} of the Event Loop Workbook, your way\n\n", lab.name);
+    let origin = match lab.handout {
+        true => format!(
+            "It was made by the Event Loop Workbook's lab command (`lab --sketch {n} DIR \
+             --handout`), {} (so it builds wherever it is moved), and carries in `grader/` the \
+             suite that grades it",
+            lab.shared
+        ),
+        false => format!(
+            "It was made by `cargo run -p suite --bin lab -- --sketch {n} {}` in the workbook \
+             at `{}`, and {} (so it builds wherever it is moved)",
+            lab.folder, lab.workbook, lab.shared
+        ),
+    };
     out.push_str(&wrap(
         &format!(
             "This crate is sketch {before} (`{}` in the workbook: chapter {before}'s idea, and \
              nothing else, in one small program) under the name `{}`, which the program gives \
              itself. Your task is to make it sketch {n}: to add chapter {n}'s idea, in as few \
-             lines as it takes. It was made by `cargo run -p suite --bin lab -- --sketch {n} \
-             {}` in the workbook at `{}`, and {} (so it builds wherever it is moved).",
+             lines as it takes. {origin}.",
             lab.previous.sketch_path().display(),
             lab.name,
-            lab.folder,
-            lab.workbook,
-            lab.shared,
         ),
         "",
         "",
@@ -367,19 +399,14 @@ pub fn sketch_readme(lab: &SketchLab) -> String {
     }
     out.push('\n');
     let _ = write!(out, "## Build and grade\n\n");
-    let _ = writeln!(
-        out,
-        "```sh\ncargo build --release    # here, in the lab\ncd {}    # the workbook",
-        lab.workbook
-    );
-    for chapter in [n, before] {
-        let _ = writeln!(
-            out,
-            "cargo run -p suite -- --command {} --chapter {chapter} --sketch",
-            lab.program
-        );
-    }
-    out.push_str("```\n\n");
+    out.push_str(&grading(
+        lab.handout,
+        lab.workbook,
+        lab.program,
+        lab.name,
+        [n, before],
+        " --sketch",
+    ));
     let first = match new_rows(lab.chapter).is_empty() {
         true => "they pass as made too, since what it adds the suite cannot see from outside",
         false => "as made, the rows it adds fail (their lines say \"lacks it\")",
@@ -395,6 +422,15 @@ pub fn sketch_readme(lab: &SketchLab) -> String {
         "",
     ));
     let _ = write!(out, "## Compare\n\n");
+    if lab.handout {
+        out.push_str(&wrap(
+            "Keep the lab in git from the first: `git diff` against the commit you were handed \
+             is what you changed.",
+            "",
+            "",
+        ));
+        return out;
+    }
     let _ = writeln!(
         out,
         "```sh\ndiff -u {}/{} src/main.rs    # what you changed\n\
@@ -404,6 +440,30 @@ pub fn sketch_readme(lab: &SketchLab) -> String {
         lab.workbook,
         lab.chapter.sketch_path().display()
     );
+    out
+}
+
+/// The commands that build the lab and grade it at these chapters: from the workbook, or
+/// with the handout's own `grader/`, from the lab itself.
+fn grading(
+    handout: bool, workbook: &str, program: &str, name: &str, chapters: [u8; 2], sketch: &str,
+) -> String {
+    let mut out = String::from("```sh\ncargo build --release    # here, in the lab\n");
+    let program = match handout {
+        true => format!("target/release/{name}"),
+        false => {
+            let _ = writeln!(out, "cd {workbook}    # the workbook");
+            program.to_string()
+        }
+    };
+    let run = match handout {
+        true => "cargo run --release -q -p suite --",
+        false => "cargo run -p suite --",
+    };
+    for chapter in chapters {
+        let _ = writeln!(out, "{run} --command {program} --chapter {chapter}{sketch}");
+    }
+    out.push_str("```\n\n");
     out
 }
 

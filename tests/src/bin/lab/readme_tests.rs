@@ -45,6 +45,7 @@ fn lab<'a>(number: u8, page: Option<(String, Page)>) -> Lab<'a> {
         page,
         chapter_written: true,
         shared: "carries its own copy of the workbook's `shared` crate, in `shared/`",
+        handout: false,
     }
 }
 
@@ -117,6 +118,7 @@ fn a_sketch_readme_grades_with_the_sketch_checks() {
         program: "/labs/ana/target/release/ana",
         idea: "Sketch of chapter 4: timers.",
         shared: "carries its own copy of the workbook's `shared` crate, in `shared/`",
+        handout: false,
     };
     let text = sketch_readme(&lab);
     let prose = text.split_whitespace().collect::<Vec<_>>().join(" ");

@@ -145,12 +145,44 @@ pub fn vendor(workbook: &Path, lab: &Path, workspace: &Workspace) -> Result<(), 
         .map_err(|error| format!("cannot write shared/Cargo.toml: {error}"))
 }
 
-/// Copies a folder and everything under it, as it is.
-pub fn copy_folder(from: &Path, to: &Path) -> Result<(), String> {
+/// Copies the workbook's suite into `lab/grader` for a handout, so that a student grades
+/// with what the course grades with, and needs nothing else: its library and its runner
+/// (`tests/src`), not the other programs of `tests/src/bin/` (the lab command itself, the
+/// benchmark), nor its own tests of the workbook (`tests/tests/`), and no chapter: the
+/// suite holds the contract, not an answer. Its manifest names `shared` as the lab does.
+pub fn vendor_grader(
+    workbook: &Path, lab: &Path, workspace: &Workspace, shared: &Shared,
+) -> Result<(), String> {
+    let from = workbook.join("tests");
+    let to = lab.join("grader");
+    copy_folder_but(&from.join("src"), &to.join("src"), &["bin"])?;
+    let manifest = fs::read_to_string(from.join("Cargo.toml"))
+        .map_err(|error| format!("cannot read tests/Cargo.toml: {error}"))?;
+    let locate = |path: &str| shared.fields(path, 1);
+    let changes = Changes {
+        was: "suite",
+        name: "suite",
+        description: "The Event Loop Workbook's HTTP suite, the grader, copied into the lab",
+        locate: &locate,
+        chapter_folder: "tests",
+        workspace: None,
+    };
+    let text = workspace.standalone(&manifest, &changes)?;
+    let preamble = "# The workbook's tests/Cargo.toml (the suite), copied into the handout by its \
+                    lab command.\n";
+    fs::write(to.join("Cargo.toml"), format!("{preamble}{text}"))
+        .map_err(|error| format!("cannot write grader/Cargo.toml: {error}"))
+}
+
+/// Copies a folder and everything under it, as it is, but the entries named in `but`.
+fn copy_folder_but(from: &Path, to: &Path, but: &[&str]) -> Result<(), String> {
     fs::create_dir_all(to).map_err(|error| format!("cannot create {}: {error}", to.display()))?;
     let entries =
         fs::read_dir(from).map_err(|error| format!("cannot list {}: {error}", from.display()))?;
     for entry in entries.flatten() {
+        if entry.file_name().to_str().is_some_and(|name| but.contains(&name)) {
+            continue;
+        }
         let (source, target) = (entry.path(), to.join(entry.file_name()));
         if source.is_dir() {
             copy_folder(&source, &target)?;
@@ -160,6 +192,11 @@ pub fn copy_folder(from: &Path, to: &Path) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Copies a folder and everything under it, as it is.
+pub fn copy_folder(from: &Path, to: &Path) -> Result<(), String> {
+    copy_folder_but(from, to, &[])
 }
 
 #[cfg(test)]
