@@ -30,6 +30,7 @@
 //! `--sketch` on the checks sketch N is graded on (`suite::manifest::SKETCHES`).
 
 mod cargo_toml;
+mod handed_out;
 mod readme;
 mod similarity;
 mod standalone;
@@ -47,6 +48,7 @@ const USAGE: &str = "\
 usage: cargo run -p suite --bin lab -- [--name NAME] [--sketch] [--handout]
                                       [--vendor | --shared git=URL@REV] N DIR
        cargo run -p suite --bin lab -- similarity DIR N    (how much of DIR is chapter N's)
+       cargo run -p suite --bin lab -- record N    (grade lab N as made, for its README)
 
 Makes DIR (a new or empty folder, anywhere) a crate of its own holding chapter N-1's
 program under the package name NAME, for a student to make it chapter N. It carries the
@@ -200,6 +202,18 @@ fn main() -> ExitCode {
     let words: Vec<String> = std::env::args().skip(1).collect();
     if words.first().is_some_and(|word| word == "similarity") {
         return similarity::main(&words[1..]);
+    }
+    if words.first().is_some_and(|word| word == "record") {
+        return match handed_out::record(&words[1..]) {
+            Ok(said) => {
+                println!("{said}");
+                ExitCode::SUCCESS
+            }
+            Err(message) => {
+                eprintln!("lab record: {message}");
+                ExitCode::FAILURE
+            }
+        };
     }
     let request = match parse_args(words.into_iter()) {
         Ok(Some(request)) => request,
@@ -465,9 +479,22 @@ fn fill(made: &Made, sketch: bool) -> Result<usize, String> {
         chapter_written: chapter.is_present(),
         shared: &shared_in_words,
         handout: *handout,
+        handed_out: recorded(workbook, chapter.number)?,
     });
     write(&lab.join("README.md"), &readme)?;
     Ok(renamed)
+}
+
+/// The README's section on what fails as handed out, from lab N's recorded grading, if
+/// it has been recorded (`lab record N`).
+fn recorded(workbook: &Path, lab: u8) -> Result<Option<String>, String> {
+    let path = handed_out::recording_path(workbook, lab);
+    let Ok(text) = fs::read_to_string(&path) else {
+        return Ok(None);
+    };
+    let recording =
+        handed_out::parse(&text).map_err(|error| format!("{}: {error}", path.display()))?;
+    Ok(Some(handed_out::section(lab, &recording)))
 }
 
 /// Copies `from` into `to`, folders and all, with `chapter_name` in the Rust sources made

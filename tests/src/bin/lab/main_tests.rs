@@ -91,6 +91,9 @@ fn a_lab_holds_the_chapter_before_under_the_students_name() {
     assert!(main.contains("Config::from_args(\"ana-ch04\"") && !main.contains("ch03-event-loop"));
     assert!(folder.join("src/event_loop_tests.rs").is_file(), "the tests come along");
     assert!(read("README.md").contains("--chapter 4\n"));
+    // What fails as made, from the recorded grading, where there is one.
+    let recorded = handed_out::recording_path(&workbook, 4).is_file();
+    assert_eq!(read("README.md").contains("\n## What fails as handed out\n"), recorded);
 
     // A folder that is not empty is refused, and left as it was.
     let again = make(&request).expect_err("refused");

@@ -37,6 +37,9 @@ pub struct Lab<'a> {
     pub shared: &'a str,
     /// A handout: the suite is in the lab's `grader/`, and nothing names the workbook.
     pub handout: bool,
+    /// The section "What fails as handed out", from a recorded grading of the lab as made
+    /// (`handed_out.rs`), if there is one.
+    pub handed_out: Option<String>,
 }
 
 /// The opening of a chapter's page.
@@ -115,7 +118,7 @@ const WIDTH: usize = 90;
 
 /// `text` as lines at most [`WIDTH`] wide, broken at spaces, the first starting with
 /// `first` and the others with `then` (a list item's hanging indent).
-fn wrap(text: &str, first: &str, then: &str) -> String {
+pub fn wrap(text: &str, first: &str, then: &str) -> String {
     let mut out = String::new();
     let mut line = first.to_string();
     let mut empty = true;
@@ -269,7 +272,11 @@ pub fn readme(lab: &Lab) -> String {
         false => format!(
             "as made, it fails the checks above (a `FAIL` line for each, and their rows say \
              \"lacks it\"). A check of an older row may fail too, where its chapter {n} \
-             version asks more (the report says what it saw); the rest pass"
+             version asks more (the report says what it saw); the rest pass{}",
+            match lab.handed_out {
+                Some(_) => ". *What fails as handed out*, below, lists every one, with why",
+                None => "",
+            }
         ),
     };
     out.push_str(&wrap(
@@ -285,6 +292,9 @@ pub fn readme(lab: &Lab) -> String {
         "",
     ));
 
+    if let Some(section) = &lab.handed_out {
+        out.push_str(section);
+    }
     let _ = write!(out, "## Compare\n\n");
     if lab.handout {
         out.push_str(&wrap(

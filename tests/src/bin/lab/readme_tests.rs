@@ -46,6 +46,7 @@ fn lab<'a>(number: u8, page: Option<(String, Page)>) -> Lab<'a> {
         chapter_written: true,
         shared: "carries its own copy of the workbook's `shared` crate, in `shared/`",
         handout: false,
+        handed_out: None,
     }
 }
 
