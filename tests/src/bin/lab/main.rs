@@ -34,6 +34,7 @@ mod handed_out;
 mod readme;
 mod similarity;
 mod standalone;
+mod workflow;
 
 use std::fs;
 use std::path::{Component, Path, PathBuf};
@@ -423,7 +424,6 @@ fn fill(made: &Made, sketch: bool) -> Result<usize, String> {
     write(&lab.join("Cargo.toml"), &(preamble + &manifest))?;
     fs::copy(workbook.join("Cargo.lock"), lab.join("Cargo.lock"))
         .map_err(|error| format!("cannot copy the workbook's Cargo.lock: {error}"))?;
-    write(&lab.join(".gitignore"), "/target\n")?;
     if *shared == Shared::Vendored {
         standalone::vendor(workbook, lab, &workspace)?;
     }
@@ -431,6 +431,15 @@ fn fill(made: &Made, sketch: bool) -> Result<usize, String> {
         standalone::vendor_grader(workbook, lab, &workspace, shared)?;
     }
     let shared_in_words = shared.in_words();
+    // The CI: grade.sh, and the workflow whose steps call it.
+    write(&lab.join("grade.sh"), &workflow::grade_sh(name, chapter.number, sketch))?;
+    make_executable(&lab.join("grade.sh"))?;
+    let workflows = lab.join(".github/workflows");
+    fs::create_dir_all(&workflows)
+        .map_err(|error| format!("cannot create {}: {error}", workflows.display()))?;
+    write(&workflows.join("grade.yml"), &workflow::grade_yml(chapter, sketch))?;
+    write(&lab.join(".gitignore"), "/target\n/grades\n")?;
+    let ci = workflow::readme_section(chapter, sketch, *handout);
     if sketch {
         // Sketch N-1 alone, as the lab's program, its name (`chNN-sketch`) made the student's.
         fs::create_dir_all(lab.join("src"))
@@ -451,6 +460,7 @@ fn fill(made: &Made, sketch: bool) -> Result<usize, String> {
             idea: &readme::idea(&assignment),
             shared: &shared_in_words,
             handout: *handout,
+            ci: ci.clone(),
         });
         write(&lab.join("README.md"), &readme)?;
         return Ok(renamed);
@@ -480,9 +490,17 @@ fn fill(made: &Made, sketch: bool) -> Result<usize, String> {
         shared: &shared_in_words,
         handout: *handout,
         handed_out: recorded(workbook, chapter.number)?,
+        ci,
     });
     write(&lab.join("README.md"), &readme)?;
     Ok(renamed)
+}
+
+/// Lets its owner run `path` (`./grade.sh`), as `chmod 755` does.
+fn make_executable(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755))
+        .map_err(|error| format!("cannot make {} executable: {error}", path.display()))
 }
 
 /// The README's section on what fails as handed out, from lab N's recorded grading, if

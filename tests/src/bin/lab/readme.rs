@@ -40,6 +40,8 @@ pub struct Lab<'a> {
     /// The section "What fails as handed out", from a recorded grading of the lab as made
     /// (`handed_out.rs`), if there is one.
     pub handed_out: Option<String>,
+    /// The section on `grade.sh` and the workflow (`workflow.rs`).
+    pub ci: String,
 }
 
 /// The opening of a chapter's page.
@@ -295,6 +297,7 @@ pub fn readme(lab: &Lab) -> String {
     if let Some(section) = &lab.handed_out {
         out.push_str(section);
     }
+    out.push_str(&lab.ci);
     let _ = write!(out, "## Compare\n\n");
     if lab.handout {
         out.push_str(&wrap(
@@ -336,6 +339,7 @@ pub struct SketchLab<'a> {
     /// As in [`Lab`].
     pub shared: &'a str,
     pub handout: bool,
+    pub ci: String,
 }
 
 /// The opening paragraph of a sketch's `//!` doc comment: what it shows, in its own words.
@@ -431,6 +435,7 @@ pub fn sketch_readme(lab: &SketchLab) -> String {
         "",
         "",
     ));
+    out.push_str(&lab.ci);
     let _ = write!(out, "## Compare\n\n");
     if lab.handout {
         out.push_str(&wrap(

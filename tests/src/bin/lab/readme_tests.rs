@@ -47,6 +47,7 @@ fn lab<'a>(number: u8, page: Option<(String, Page)>) -> Lab<'a> {
         shared: "carries its own copy of the workbook's `shared` crate, in `shared/`",
         handout: false,
         handed_out: None,
+        ci: String::new(),
     }
 }
 
@@ -120,6 +121,7 @@ fn a_sketch_readme_grades_with_the_sketch_checks() {
         idea: "Sketch of chapter 4: timers.",
         shared: "carries its own copy of the workbook's `shared` crate, in `shared/`",
         handout: false,
+        ci: String::new(),
     };
     let text = sketch_readme(&lab);
     let prose = text.split_whitespace().collect::<Vec<_>>().join(" ");
