@@ -186,6 +186,13 @@ pub fn section(lab: u8, recording: &Recording) -> String {
     out
 }
 
+/// The section as the book includes it (`lab-NN.md`): under a heading of the page's own.
+pub fn book_section(lab: u8, recording: &Recording) -> String {
+    let section = section(lab, recording);
+    let heading = "## What fails as handed out\n\n";
+    section.strip_prefix(heading).unwrap_or(&section).to_string()
+}
+
 /// The broken checks of rows the lab does not change that [`ATTRIBUTED`] does not explain.
 pub fn unexplained(lab: u8, recording: &Recording) -> Vec<String> {
     let index = usize::from(lab - 1);
@@ -221,7 +228,7 @@ pub fn record(words: &[String]) -> Result<String, String> {
             let text = std::fs::read_to_string(&path)
                 .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
             let markdown = path.with_extension("md");
-            std::fs::write(&markdown, section(lab, &parse(&text)?))
+            std::fs::write(&markdown, book_section(lab, &parse(&text)?))
                 .map_err(|error| format!("cannot write {}: {error}", markdown.display()))?;
             return Ok(format!("lab record: wrote {} again", markdown.display()));
         }
@@ -279,7 +286,7 @@ pub fn record(words: &[String]) -> Result<String, String> {
         std::fs::write(&path, &json)
             .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
         let markdown = path.with_extension("md");
-        std::fs::write(&markdown, section(lab, &recording))
+        std::fs::write(&markdown, book_section(lab, &recording))
             .map_err(|error| format!("cannot write {}: {error}", markdown.display()))?;
         let unexplained = unexplained(lab, &recording);
         Ok(format!(

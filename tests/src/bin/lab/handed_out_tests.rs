@@ -81,7 +81,7 @@ fn every_recorded_failure_of_an_older_row_is_explained() {
         unexplained_ones.extend(unexplained(lab, &read));
         // The book's copy of the section is the one the lab command would write.
         let markdown = std::fs::read_to_string(entry.path().with_extension("md")).expect("its .md");
-        assert_eq!(markdown, section(lab, &read), "{name}: run `lab record {lab}` again");
+        assert_eq!(markdown, book_section(lab, &read), "{name}: run `lab record --section {lab}`");
     }
     assert_eq!(unexplained_ones, Vec::<String>::new(), "add them to ATTRIBUTED");
 }
