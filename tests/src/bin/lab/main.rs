@@ -16,7 +16,12 @@
 //! - `shared/`: the workbook's `shared`, when the lab carries its own copy (the default).
 //! - `Cargo.lock`: the workbook's, so that it builds with the same versions of the same
 //!   crates, and needs nothing the workbook has not downloaded already.
-//! - `README.md`: what chapter N adds, and the commands that grade it (`readme.rs`).
+//! - `README.md`: what chapter N adds, the commands that grade it (`readme.rs`), and what
+//!   fails as handed out, from a recorded grading (`handed_out.rs`, `lab record N`).
+//! - `grade.sh` and `.github/workflows/grade.yml`: the lab's CI, whose every step is a
+//!   call of the script, and GitHub Classroom's points per row (`workflow.rs`).
+//! - `grader/`, with `--handout` only: the suite, so that a student needs nothing of the
+//!   workbook, which holds chapter N and the answers (`standalone.rs`).
 //!
 //! The suite grades it as it grades any reader's server: `cargo run -p suite --
 //! --command DIR/target/release/NAME --chapter N`. As made, that fails chapter N's new
@@ -28,6 +33,9 @@
 //! as `src/main.rs`, the same `Cargo.toml` and `Cargo.lock`, and a README whose assignment
 //! is sketch N's idea in sketch N's own words (the opening of its doc comment), graded with
 //! `--sketch` on the checks sketch N is graded on (`suite::manifest::SKETCHES`).
+//!
+//! `lab similarity DIR N`, for the teacher, says how much of a student's code is chapter
+//! N's own, MOSS-style (`similarity.rs`).
 
 mod cargo_toml;
 mod handed_out;
