@@ -83,7 +83,7 @@ suite grades it:
                workbook's Cargo.lock pins
   --shared git=URL@REV
                `shared` from the git repository URL (the workbook's) at the commit or tag
-               REV, which Cargo fetches: `--shared git=https://github.com/COURSE/workbook@1a2b3c4`.
+               REV, which Cargo fetches (`git=https://github.com/COURSE/workbook@1a2b3c4`).
                `--shared git` alone takes the workbook's own `origin` remote and the
                commit it has checked out: a teacher sets the default by pushing the
                workbook where students can fetch it (`git remote add origin URL`,
