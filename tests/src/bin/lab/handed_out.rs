@@ -251,6 +251,7 @@ pub fn record(words: &[String]) -> Result<String, String> {
     )
     .map_err(|refused| refused.message)?
     .ok_or("a request")?;
+    let request = crate::Request { quiet: true, ..request };
     let result = (|| {
         crate::make(&request).map_err(|failure| match failure {
             crate::Failure::Refused(refused) => refused.message,

@@ -101,6 +101,8 @@ struct Request {
     shared: Shared,
     /// A handout: the lab and the grader, without the workbook (nor its answers).
     handout: bool,
+    /// Say nothing of what was made (`lab record` makes a handout to grade, not to read).
+    quiet: bool,
 }
 
 /// A refusal: the one line to print, and whether the usage should follow it.
@@ -170,7 +172,8 @@ fn parse_args(words: impl Iterator<Item = String>) -> Result<Option<Request>, Re
         check_name(name).map_err(usage)?;
     }
     let shared = shared.unwrap_or(Shared::Vendored);
-    Ok(Some(Request { chapter, folder: PathBuf::from(folder), name, sketch, shared, handout }))
+    let folder = PathBuf::from(folder);
+    Ok(Some(Request { chapter, folder, name, sketch, shared, handout, quiet: false }))
 }
 
 /// Is this a package name Cargo takes, and not one of the chapters'?
@@ -335,7 +338,9 @@ fn make(request: &Request) -> Result<(), Failure> {
     };
     match fill(&made, request.sketch) {
         Ok(renamed) => {
-            print_made(&made, renamed, request.sketch);
+            if !request.quiet {
+                print_made(&made, renamed, request.sketch);
+            }
             Ok(())
         }
         Err(failure) => {

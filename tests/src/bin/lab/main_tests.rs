@@ -113,6 +113,7 @@ fn a_lab_inside_chapters_is_refused_and_leaves_nothing() {
         sketch: false,
         shared: Shared::Vendored,
         handout: false,
+        quiet: false,
     };
     let refused = make(&request).expect_err("refused");
     assert!(matches!(refused, Failure::Refused(_)));
@@ -160,6 +161,7 @@ fn a_sketch_lab_holds_the_sketch_before_and_sketch_ns_idea() {
         sketch: true,
         shared: Shared::Vendored,
         handout: false,
+        quiet: false,
     };
     if !chapters::chapter(11).expect("11").has_sketch() {
         assert!(matches!(make(&none), Err(Failure::Refused(_))));
