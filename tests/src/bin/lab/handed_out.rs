@@ -39,6 +39,22 @@ const SIGTERM_AT_THE_END: &str = "from chapter 3 on, the check stops the server 
 /// Every broken check of an older row that a recorded grading shows.
 pub const ATTRIBUTED: &[Attribution] = &[
     Attribution {
+        lab: 2,
+        check: "descriptor_exhaustion",
+        lesson: Capability::IdleClient,
+        why: "from chapter 2 on, the check wants a server that holds many clients at once, \
+              until its descriptors run out; chapter 1 takes one client at a time, and never \
+              comes near its limit",
+    },
+    Attribution {
+        lab: 2,
+        check: "slowloris",
+        lesson: Capability::IdleClient,
+        why: "the row is chapter 4's, but from chapter 2 on the check wants the attack to \
+              fill the server's descriptors, as a server that holds many clients at once \
+              lets it; chapter 1 holds one",
+    },
+    Attribution {
         lab: 3,
         check: "fifo_under_root",
         lesson: Capability::GracefulShutdown,
@@ -154,9 +170,11 @@ pub fn section(lab: u8, recording: &Recording) -> String {
     }
     for (position, checks) in by_row {
         let row = MANIFEST.get(position).map_or("no row", |row| row.description);
-        let kind = match changed(row) {
-            true => format!("added by chapter {lab}"),
-            false => format!("a row chapter {} has", lab - 1),
+        let before = MANIFEST.get(position).map(|row| &row.chapters[index - 1]);
+        let kind = match (changed(row), before) {
+            (true, _) => format!("added by chapter {lab}"),
+            (false, Some(Expect::Yes)) => format!("a row chapter {} has", lab - 1),
+            (false, _) => format!("a row chapter {lab} lacks too"),
         };
         let _ = write!(out, "**{row}** ({kind}):\n\n");
         for check in checks {
