@@ -3,12 +3,14 @@
 //! A chapter is a member of the workbook's workspace, and leans on it:
 //! `edition.workspace = true`, `nix.workspace = true`, `shared.workspace = true`. Copied
 //! out of the workspace, each of those must become what the workspace says
-//! (`edition = "2021"`, `nix = { version = "0.30", features = [...] }`, and `shared` by a
-//! path that leads back to the workbook's `shared/`), and the copy needs an empty
-//! `[workspace]` of its own, or Cargo would look for a workspace above it (and refuse to
-//! build if it found the workbook's, which does not list it). The workspace's
-//! `[profile.*]` sections come along: only a workspace's root may set them, and the
-//! student's program should be built as the chapters are.
+//! (`edition = "2021"`, `nix = { version = "0.30", features = [...] }`, and `shared` as
+//! the lab has it: copied into the lab, or from a git repository at a pinned revision),
+//! and the copy needs a `[workspace]` of its own, or Cargo would look for a workspace
+//! above it (and refuse to build if it found the workbook's, which does not list it). The
+//! workspace's `[profile.*]` sections come along: only a workspace's root may set them,
+//! and the student's program should be built as the chapters are. A crate the lab holds
+//! beside its program (the copy of `shared`, the handout's grader) is a member of the
+//! lab's workspace instead, with no `[workspace]` or profiles of its own.
 //!
 //! The manifests are read line by line, for the part of TOML they use: `[section]`
 //! headers, `key = value` lines (a value may run over several lines while a bracket is
@@ -29,6 +31,9 @@ pub struct Workspace {
     profiles: Vec<String>,
 }
 
+/// A dependency's fields as TOML, in order: `("path", "\"shared\"")`.
+pub type Fields = Vec<(String, String)>;
+
 /// How the lab's manifest differs from the chapter's.
 pub struct Changes<'a> {
     /// The chapter's package name, and the student's.
@@ -36,12 +41,18 @@ pub struct Changes<'a> {
     pub name: &'a str,
     /// The package's new description.
     pub description: &'a str,
-    /// Where a path dependency goes: given a path from the workbook's root
-    /// (`shared`), the path the lab's manifest names it by.
-    pub locate: &'a dyn Fn(&str) -> String,
+    /// Where a path dependency goes: given a path from the workbook's root (`shared`),
+    /// the fields that name it in the lab's manifest, written as TOML (`path =
+    /// "shared"`, or `git = "..."` and `rev = "..."`), in place of the `path`; an error
+    /// for a folder the lab does not carry.
+    pub locate: &'a dyn Fn(&str) -> Result<Fields, String>,
     /// The chapter's folder, from the workbook's root (`chapters/03-event-loop`), for a
     /// path dependency the chapter names itself.
     pub chapter_folder: &'a str,
+    /// `Some(members)` for the lab's own manifest, the root of its workspace (with these
+    /// members beside the path dependencies Cargo adds by itself); `None` for a crate
+    /// the lab holds, a member of that workspace.
+    pub workspace: Option<&'a [&'a str]>,
 }
 
 impl Workspace {
@@ -120,6 +131,11 @@ impl Workspace {
         while out.last().is_some_and(|line| line.trim().is_empty()) {
             out.pop();
         }
+        let Some(members) = changes.workspace else {
+            let mut text = out.join("\n");
+            text.push('\n');
+            return Ok(text);
+        };
         out.push(String::new());
         out.push(
             "# A workspace of its own: this crate is not a member of the workbook's, wherever \
@@ -127,6 +143,10 @@ impl Workspace {
                 .to_string(),
         );
         out.push("[workspace]".to_string());
+        if !members.is_empty() {
+            let quoted: Vec<String> = members.iter().map(|member| string(member)).collect();
+            out.push(format!("members = [{}]", quoted.join(", ")));
+        }
         if !self.profiles.is_empty() {
             out.push(String::new());
             out.push("# As the workbook builds its chapters.".to_string());
@@ -161,7 +181,7 @@ impl Workspace {
 
     /// One dependency: `nix.workspace = true`, or `nix = { workspace = true, features =
     /// [...] }`, written out as the workspace has it, with the chapter's additions; a path
-    /// made to lead from the lab to the same folder.
+    /// made what the lab names that folder by ([`Changes::locate`]).
     fn dependency(&self, key: &str, value: &str, changes: &Changes) -> Result<String, String> {
         let (name, mut fields) = match key.strip_suffix(".workspace") {
             Some(name) if value == "true" => (name, vec![("workspace".into(), "true".into())]),
@@ -174,10 +194,11 @@ impl Workspace {
                 return Err(format!("{name} comes from the workspace, which does not list it"));
             };
             fields.retain(|(k, _)| k != "workspace");
-            let mut written = table(workspace)?;
-            for (k, v) in &mut written {
-                if k == "path" {
-                    *v = string(&(changes.locate)(&unquote(v)?));
+            let mut written = Vec::new();
+            for (k, v) in table(workspace)? {
+                match k.as_str() {
+                    "path" => written.extend((changes.locate)(&unquote(&v)?)?),
+                    _ => written.push((k, v)),
                 }
             }
             written
@@ -185,15 +206,16 @@ impl Workspace {
             // The chapter's own: a path is from the chapter's folder.
             let mut written = Vec::new();
             for (k, v) in fields.drain(..) {
-                let v = match k.as_str() {
-                    "path" if unquote(&v)?.starts_with('/') => v, // absolute: stays
+                match k.as_str() {
+                    "path" if unquote(&v)?.starts_with('/') => {
+                        return Err(format!("{name}: an absolute path cannot leave the workbook"))
+                    }
                     "path" => {
                         let path = format!("{}/{}", changes.chapter_folder, unquote(&v)?);
-                        string(&(changes.locate)(&normalize(&path)))
+                        written.extend((changes.locate)(&normalize(&path))?);
                     }
-                    _ => v,
-                };
-                written.push((k, v));
+                    _ => written.push((k, v)),
+                }
             }
             written
         };

@@ -33,6 +33,15 @@ pub struct Lab<'a> {
     pub page: Option<(String, Page)>,
     /// Whether chapter N's own program is in the workbook yet, to compare with.
     pub chapter_written: bool,
+    /// How the lab has `shared`, in a sentence's words: "carries its own copy of ...".
+    pub shared: &'a str,
+    /// A handout: the suite is in the lab's `grader/`, and nothing names the workbook.
+    pub handout: bool,
+    /// The section "What fails as handed out", from a recorded grading of the lab as made
+    /// (`handed_out.rs`), if there is one.
+    pub handed_out: Option<String>,
+    /// The section on `grade.sh` and the workflow (`workflow.rs`).
+    pub ci: String,
 }
 
 /// The opening of a chapter's page.
@@ -157,14 +166,25 @@ pub fn readme(lab: &Lab) -> String {
         }
         None => String::new(),
     };
+    let origin = match lab.handout {
+        true => format!(
+            "It was made by the Event Loop Workbook's lab command (`lab {n} DIR --handout`), \
+             {} (so it builds wherever it is moved), and carries in `grader/` the suite that \
+             grades it",
+            lab.shared
+        ),
+        false => format!(
+            "It was made by `cargo run -p book-tools --bin lab -- {n} {}` in the workbook at `{}`, \
+             and {} (so it builds wherever it is moved)",
+            lab.folder, lab.workbook, lab.shared
+        ),
+    };
     out.push_str(&wrap(
         &format!(
             "This crate is chapter {before}'s program (`{}`) under the name `{}`, which the \
              program gives itself (in its usage, its `Server` header, its index page). Your \
-             task is to make it chapter {n}'s{title}. It was made by `cargo run -p book-tools \
-             --bin lab -- {n} {}` in the workbook at `{}`, and uses that workbook's `shared` crate \
-             (`Cargo.toml` names it by its path).",
-            lab.previous.name, lab.name, lab.folder, lab.workbook,
+             task is to make it chapter {n}'s{title}. {origin}.",
+            lab.previous.name, lab.name,
         ),
         "",
         "",
@@ -176,14 +196,23 @@ pub fn readme(lab: &Lab) -> String {
             let _ = writeln!(out, "> {line}");
         }
         out.push('\n');
+        let (rules, page, book) = match lab.handout {
+            true => {
+                ("the book's page *Your own server*".to_string(), format!("*{}*", page.title), "")
+            }
+            false => (
+                "the workbook's `book/src/your-server.md`".to_string(),
+                format!("`{path}`"),
+                " (`mdbook serve book` in the workbook shows the pages as a book)",
+            ),
+        };
         out.push_str(&wrap(
             &format!(
-                "What your server is held to is in the workbook's `book/src/your-server.md`: \
-                 its section *Chapter by chapter* gives every rule with the check that holds \
-                 it (the rules under *Chapter {n} on* are this lab's). The problem chapter {n} \
-                 solves, and its idea, open the chapter's page, `{path}`: read it up to the \
-                 section *The chapter's code*, where chapter {n}'s own code begins, the answer \
-                 (`mdbook serve book` in the workbook shows the pages as a book)."
+                "What your server is held to is in {rules}: its section *Chapter by chapter* \
+                 gives every rule with the check that holds it (the rules under *Chapter {n} \
+                 on* are this lab's). The problem chapter {n} solves, and its idea, open the \
+                 chapter's page, {page}: read it up to the section *The chapter's code*, where \
+                 chapter {n}'s own code begins, the answer{book}."
             ),
             "",
             "",
@@ -239,22 +268,17 @@ pub fn readme(lab: &Lab) -> String {
     }
 
     let _ = write!(out, "## Build and grade\n\n");
-    let _ = writeln!(
-        out,
-        "```sh\ncargo build --release    # here, in the lab\ncd {}    # the workbook",
-        lab.workbook
-    );
-    for chapter in [n, before] {
-        let _ =
-            writeln!(out, "cargo run -p suite -- --command {} --chapter {chapter}", lab.program);
-    }
-    out.push_str("```\n\n");
+    out.push_str(&grading(lab.handout, lab.workbook, lab.program, lab.name, [n, before], ""));
     let first = match rows.is_empty() {
         true => "it passes too, as made".to_string(),
         false => format!(
             "as made, it fails the checks above (a `FAIL` line for each, and their rows say \
              \"lacks it\"). A check of an older row may fail too, where its chapter {n} \
-             version asks more (the report says what it saw); the rest pass"
+             version asks more (the report says what it saw); the rest pass{}",
+            match lab.handed_out {
+                Some(_) => ". *What fails as handed out*, below, lists every one, with why",
+                None => "",
+            }
         ),
     };
     out.push_str(&wrap(
@@ -270,7 +294,20 @@ pub fn readme(lab: &Lab) -> String {
         "",
     ));
 
+    if let Some(section) = &lab.handed_out {
+        out.push_str(section);
+    }
+    out.push_str(&lab.ci);
     let _ = write!(out, "## Compare\n\n");
+    if lab.handout {
+        out.push_str(&wrap(
+            "Keep the lab in git from the first: `git diff` against the commit you were handed \
+             is what you changed, and should read like the lesson.",
+            "",
+            "",
+        ));
+        return out;
+    }
     let _ = writeln!(
         out,
         "```sh\ndiff -ru {}/chapters/{}/src src    # what you changed",
@@ -299,6 +336,10 @@ pub struct SketchLab<'a> {
     pub program: &'a str,
     /// Sketch N's idea, as its doc comment opens ([`idea`]).
     pub idea: &'a str,
+    /// As in [`Lab`].
+    pub shared: &'a str,
+    pub handout: bool,
+    pub ci: String,
 }
 
 /// The opening paragraph of a sketch's `//!` doc comment: what it shows, in its own words.
@@ -317,18 +358,27 @@ pub fn sketch_readme(lab: &SketchLab) -> String {
     let (n, before) = (lab.chapter.number, lab.previous.number);
     let mut out = String::new();
     let _ = write!(out, "# {}: sketch {n} of the Event Loop Workbook, your way\n\n", lab.name);
+    let origin = match lab.handout {
+        true => format!(
+            "It was made by the Event Loop Workbook's lab command (`lab --sketch {n} DIR \
+             --handout`), {} (so it builds wherever it is moved), and carries in `grader/` the \
+             suite that grades it",
+            lab.shared
+        ),
+        false => format!(
+            "It was made by `cargo run -p book-tools --bin lab -- --sketch {n} {}` in the workbook \
+             at `{}`, and {} (so it builds wherever it is moved)",
+            lab.folder, lab.workbook, lab.shared
+        ),
+    };
     out.push_str(&wrap(
         &format!(
             "This crate is sketch {before} (`{}` in the workbook: chapter {before}'s idea, and \
              nothing else, in one small program) under the name `{}`, which the program gives \
              itself. Your task is to make it sketch {n}: to add chapter {n}'s idea, in as few \
-             lines as it takes. It was made by `cargo run -p book-tools --bin lab -- --sketch {n} \
-             {}` in the workbook at `{}`, and uses that workbook's `shared` crate (`Cargo.toml` \
-             names it by its path).",
+             lines as it takes. {origin}.",
             lab.previous.sketch_path().display(),
             lab.name,
-            lab.folder,
-            lab.workbook,
         ),
         "",
         "",
@@ -363,19 +413,14 @@ pub fn sketch_readme(lab: &SketchLab) -> String {
     }
     out.push('\n');
     let _ = write!(out, "## Build and grade\n\n");
-    let _ = writeln!(
-        out,
-        "```sh\ncargo build --release    # here, in the lab\ncd {}    # the workbook",
-        lab.workbook
-    );
-    for chapter in [n, before] {
-        let _ = writeln!(
-            out,
-            "cargo run -p suite -- --command {} --chapter {chapter} --sketch",
-            lab.program
-        );
-    }
-    out.push_str("```\n\n");
+    out.push_str(&grading(
+        lab.handout,
+        lab.workbook,
+        lab.program,
+        lab.name,
+        [n, before],
+        " --sketch",
+    ));
     let first = match new_rows(lab.chapter).is_empty() {
         true => "they pass as made too, since what it adds the suite cannot see from outside",
         false => "as made, the rows it adds fail (their lines say \"lacks it\")",
@@ -390,7 +435,17 @@ pub fn sketch_readme(lab: &SketchLab) -> String {
         "",
         "",
     ));
+    out.push_str(&lab.ci);
     let _ = write!(out, "## Compare\n\n");
+    if lab.handout {
+        out.push_str(&wrap(
+            "Keep the lab in git from the first: `git diff` against the commit you were handed \
+             is what you changed.",
+            "",
+            "",
+        ));
+        return out;
+    }
     let _ = writeln!(
         out,
         "```sh\ndiff -u {}/{} src/main.rs    # what you changed\n\
@@ -400,6 +455,30 @@ pub fn sketch_readme(lab: &SketchLab) -> String {
         lab.workbook,
         lab.chapter.sketch_path().display()
     );
+    out
+}
+
+/// The commands that build the lab and grade it at these chapters: from the workbook, or
+/// with the handout's own `grader/`, from the lab itself.
+fn grading(
+    handout: bool, workbook: &str, program: &str, name: &str, chapters: [u8; 2], sketch: &str,
+) -> String {
+    let mut out = String::from("```sh\ncargo build --release    # here, in the lab\n");
+    let program = match handout {
+        true => format!("target/release/{name}"),
+        false => {
+            let _ = writeln!(out, "cd {workbook}    # the workbook");
+            program.to_string()
+        }
+    };
+    let run = match handout {
+        true => "cargo run --release -q -p suite --",
+        false => "cargo run -p suite --",
+    };
+    for chapter in chapters {
+        let _ = writeln!(out, "{run} --command {program} --chapter {chapter}{sketch}");
+    }
+    out.push_str("```\n\n");
     out
 }
 
