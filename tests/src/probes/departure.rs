@@ -16,9 +16,10 @@
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::floods::{pid, LAZY_DESCRIPTORS};
+use super::basics::command_line::usage;
+use super::basics::exhaustion::LAZY_DESCRIPTORS;
 use super::measured;
-use super::routes::usage;
+use super::pid;
 use super::{
     broken, check, connect, expect_status, get, needs_own_server, receive, reset, seconds, sending,
     still_serves, until_read, with_upstream, Outcome, Probed, Stop, Target, PATIENCE,
@@ -27,6 +28,60 @@ use crate::kernel;
 use crate::resources;
 use crate::server::{Options, Server};
 use crate::upstream::{self, Upstream};
+
+use crate::manifest::Expect::{No, Yes};
+use crate::manifest::{Capability, Row};
+use crate::probes::checklist::DEPARTURES;
+use crate::probes::checklist::{rule, secs, size, Rule};
+use crate::probes::{probe, Module, Probe};
+
+/// What this module brings the suite: its checks, its row of the capability table and
+/// its rules on the checklist.
+pub(super) const MODULE: Module = Module { probes: PROBES, row: Some(row), rules };
+
+/// The checks, in the order the runner reports them.
+#[rustfmt::skip] // a table: one probe per line
+const PROBES: &[Probe] = &[
+    probe("departing_clients", Capability::Departure, departing_clients),
+];
+
+// ANCHOR: row
+/// The row of the capability table this module checks.
+fn row() -> Row {
+    Row {
+        capability: Capability::Departure,
+        description: "a client that leaves stops costing at once, even mid-wait or mid-pipeline",
+        chapters: [
+            No("ch01 runs /sleep and /upstream/ as blocking calls: while it waits for a client \
+                    that has left, nothing else happens, not even noticing that it left."),
+            No("ch02's poll loop blocks in /sleep and /upstream/ as well: the loop does not \
+                    turn while it waits, so a client that left is noticed only when the wait is \
+                    over."),
+            No("ch03's event loop blocks in /sleep and /upstream/ too: no turn runs while it \
+                    waits, so nothing can notice that the client has gone until the wait ends."),
+            Yes,
+            Yes,
+            Yes,
+            Yes,
+            Yes,
+            Yes,
+            Yes,
+            Yes,
+        ],
+        note: Some(
+            "The probe has clients leave with a reset at five awkward moments: five during \
+                `GET /sleep?ms=4000` (`/stats` must stop counting them within 1 s); one with \
+                1.25 MiB of pipelined `GET /hello` behind a `GET /sleep?ms=5000`, more than the \
+                server buffers (`/stats` must stop counting it within 1 s too); one that \
+                pipelined twenty slow `/upstream/` requests, while the first is being fetched \
+                (the upstream must get no second one); thirty that each pipelined 16 KiB of `GET \
+                /sleep?ms=10000` (the server must give their descriptors back within 1.5 s); and, \
+                where the server has `--upstream-limit`, five waiting in line for the upstream \
+                (a client that comes after them must not wait for their turns).",
+        ),
+    }
+}
+// ANCHOR_END: row
 
 /// How soon a departure must show. A server that watches its sockets sees a reset in its
 /// next turn, a millisecond later; one that does not, only when the wait it is in ends,
@@ -464,3 +519,41 @@ fn line_leaves(target: &Target) -> Result<Option<String>, Stop> {
         seconds(AFTER_THE_LINE_WITHIN)
     )))
 }
+
+// ANCHOR: rules
+/// What this module's checks hold a server to, for the checklist.
+#[rustfmt::skip] // a list: one rule after another, each as long as it needs
+fn rules() -> Vec<Rule> {
+    vec![
+    rule("departing_clients", DEPARTURES, format!(
+        "A client resets its connection while its `GET /sleep?ms={}` waits: a `GET /stats` \
+         from another client is answered before that sleep would have ended.",
+        FIRST_SLEEP.as_millis())),
+    rule("departing_clients", DEPARTURES, format!(
+        "{} clients reset while their `GET /sleep?ms={}` wait: within {}, `/stats` says \
+         `connections_open` is back where it was before they came. Watch every connection \
+         for a reset while its request waits.",
+        SLEEPERS, SLEEPERS_SLEEP.as_millis(), secs(GONE_WITHIN))),
+    rule("departing_clients", DEPARTURES, format!(
+        "A client pipelines {} `GET /upstream/slow?ms={}` and resets while the first is \
+         fetched: in the {} after, the upstream is sent none of the others.",
+        PIPELINED_FETCHES, FETCH.as_millis(), secs(UPSTREAM_WATCH))),
+    rule("departing_clients", DEPARTURES, format!(
+        "{} clients each write {} of pipelined `GET /sleep?ms={}` and reset: the server has \
+         begun reading each within {}, and within {} of the resets holds no more \
+         descriptors than at rest (or at most {} more).",
+        PIPELINERS, size(PIPELINE_BYTES as u64), PIPELINED_SLEEP_MS, secs(PATIENCE), secs(DESCRIPTORS_BACK_WITHIN), LAZY_DESCRIPTORS)),
+    rule("departing_clients", DEPARTURES, format!(
+        "A client sends `GET /sleep?ms={}` with {} of pipelined `GET /hello` behind it, and \
+         resets once the server has read {} of it: within {}, `/stats` no longer counts it. \
+         A connection whose queue is too full to read more of must still hear a reset.",
+        FULL_SLEEP_MS, size(FULL_PIPELINE_BYTES as u64), size(FULL_READ), secs(GONE_WITHIN))),
+    rule("departing_clients", DEPARTURES, format!(
+        "Only where `--help` lists `--upstream-limit` (a flag nobody must have): started \
+         with `--upstream-limit 1`, {} clients each pipeline {} slow upstream requests and \
+         reset while one is fetched; a client that comes after them has its fetch within \
+         {}.",
+        IN_LINE, IN_LINE_PIPELINED, secs(AFTER_THE_LINE_WITHIN))),
+    ]
+}
+// ANCHOR_END: rules

@@ -1,20 +1,47 @@
 //! Probes for the demo application's routes and statuses: every row of the contract's
 //! route table, `HEAD`, 404, 405 and 501. Every chapter must pass all of them.
 
-use std::process::{Command, Stdio};
-use std::thread;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use super::{
-    broken, check, connect, exchange, expect_status, first_line, get, hello_meanwhile, post,
-    receive, request_and_close, seconds, sending, stats_value, still_serves, with_site,
-    with_upstream, Launch, Meanwhile, Outcome, Probed, Stop, Target, HELLO, PATIENCE, PROMPTLY,
-};
 use crate::client::{ReadError, Response};
 use crate::manifest::{self, Capability, Expect};
-use crate::server::{args_text, Options, ProcessGroup, Program, Server, Spawned};
+use crate::probes::{
+    broken, check, connect, exchange, expect_status, first_line, get, post, receive,
+    request_and_close, seconds, sending, stats_value, still_serves, with_site, Outcome, Probed,
+    Stop, Target, HELLO, PATIENCE,
+};
 use crate::site::{self, first_difference};
-use crate::upstream::{self, Upstream};
+
+use super::corpus::BODY_LIMIT;
+use crate::probes::checklist::Applies::With;
+use crate::probes::checklist::{listed, rule, rule_if, secs, size, Rule};
+use crate::probes::checklist::{ROUTES, SHUTDOWN};
+use crate::probes::{probe, Module, Probe};
+
+/// What this module brings the suite: its checks, its row of the capability table and
+/// its rules on the checklist.
+pub(super) const MODULE: Module = Module { probes: PROBES, row: None, rules };
+
+/// The checks, in the order the runner reports them.
+#[rustfmt::skip] // a table: one probe per line
+const PROBES: &[Probe] = &[
+    probe("index_page", Capability::Basics, index_page),
+    probe("hello", Capability::Basics, hello),
+    probe("sleep_route", Capability::Basics, sleep_route),
+    probe("stats_route", Capability::Basics, stats_route),
+    probe("head_requests", Capability::Basics, head_requests),
+    probe("not_found", Capability::Basics, not_found),
+    probe("method_not_allowed", Capability::Basics, method_not_allowed),
+    probe("unknown_method", Capability::Basics, unknown_method),
+    probe("echo", Capability::Basics, echo),
+    probe("echo_needs_length", Capability::Basics, echo_needs_length),
+    probe("echo_too_large", Capability::Basics, echo_too_large),
+    probe("files", Capability::Basics, files),
+    probe("big_file_intact", Capability::Basics, big_file_intact),
+    probe("path_traversal", Capability::Basics, path_traversal),
+    probe("fifo_under_root", Capability::Basics, fifo_under_root),
+];
 
 fn content_type(response: &Response) -> &str {
     response.header("content-type").unwrap_or_default()
@@ -38,140 +65,6 @@ pub fn index_page(target: &Target) -> Probed {
         check!(page.contains(route), "GET /: the page does not mention {route}");
     }
     Ok(Outcome::Works)
-}
-
-/// The command line's promises: `--help` is exit 0, a bad flag exit 2 with the usage on
-/// stderr, a port in use exit 1 with a one-line error (not a panic).
-pub fn command_line(target: &Target) -> Probed {
-    let Launch::Start { program } = &target.launch else {
-        return Err(Stop::Skipped(super::NEEDS_OWN_SERVER));
-    };
-    let help = run_to_end(program, &["--help"])?;
-    check!(
-        help.code == Some(0) && help.stdout.contains("usage"),
-        "--help: exit {:?}, stdout {:?}; expected exit 0 and the usage",
-        help.code,
-        help.stdout
-    );
-    for bad in [&["--bogus"][..], &["--port", "seventy"], &["--port"]] {
-        let run = run_to_end(program, bad)?;
-        check!(
-            run.code == Some(2) && run.stderr.contains("usage") && !run.stderr.contains("panicked"),
-            "{}: exit {:?}, stderr {:?}; expected exit 2 with an error and the usage",
-            bad.join(" "),
-            run.code,
-            run.stderr
-        );
-    }
-    let server = target.server()?;
-    let port = server.address.port().to_string();
-    let in_use = |stop| match stop {
-        Stop::Broken(what) => broken(format!(
-            "{what}, though another server listens on port {port}: expected exit 1 and a \
-             one-line error"
-        )),
-        skipped => skipped,
-    };
-    let taken = run_to_end(program, &["--host", "127.0.0.1", "--port", &port]).map_err(in_use)?;
-    check!(
-        taken.code == Some(1)
-            && !taken.stderr.contains("panicked")
-            && taken.stderr.lines().count() == 1,
-        "--port {port} (in use): exit {:?}, stderr {:?}; expected exit 1 and a one-line error",
-        taken.code,
-        taken.stderr
-    );
-    Ok(Outcome::Works)
-}
-
-/// The IPv6 loopback address, as `--host` may be given it: bare, or in brackets as in a URL.
-pub(super) const IPV6_HOSTS: [&str; 2] = ["::1", "[::1]"];
-
-/// `--host ::1` and `--host [::1]` both work, and the first line names the address as a
-/// URL must: `listening on http://[::1]:PORT`. (Without the brackets, `http://::1:8080`
-/// is no URL at all: no client can tell where the address ends and the port begins.)
-/// Where this machine cannot bind `[::1]` (IPv6 is off), the probe says so and skips.
-pub fn ipv6_host(target: &Target) -> Probed {
-    super::needs_own_server(target)?;
-    if std::net::TcpListener::bind("[::1]:0").is_err() {
-        return Err(Stop::Skipped(
-            "this machine cannot bind [::1]:0 (no IPv6 loopback), so --host ::1 was NOT checked",
-        ));
-    }
-    for host in IPV6_HOSTS {
-        let server = target
-            .start(Options { host: Some(host.into()), ..Options::default() })
-            .map_err(|stop| match stop {
-                Stop::Broken(what) => broken(format!("started with --host {host}: {what}")),
-                skipped => skipped,
-            })?;
-        let expected = format!("listening on http://[::1]:{}", server.address.port());
-        check!(
-            server.listening == expected,
-            "started with --host {host}, the first line on stdout is {:?}, expected {expected:?}",
-            server.listening
-        );
-        let what = format!("GET /hello to [::1] (started with --host {host})");
-        let response = exchange(&server, &get("/hello"))?;
-        expect_status(&response, &[200], &what)?;
-        check!(response.body == HELLO, "{what}: body {:?}", response.text());
-    }
-    Ok(Outcome::Works)
-}
-
-/// What `--help` says the server under test accepts, for a probe that uses a flag only
-/// some chapters have (`--upstream-limit` from chapter 8). Skips for someone else's server.
-pub fn usage(target: &Target) -> Result<String, Stop> {
-    let Launch::Start { program } = &target.launch else {
-        return Err(Stop::Skipped(super::NEEDS_OWN_SERVER));
-    };
-    let help = run_to_end(program, &["--help"])?;
-    check!(help.code == Some(0), "--help: exit {:?}, expected 0", help.code);
-    Ok(help.stdout)
-}
-
-/// What a short run of the program left behind.
-struct Ended {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs the chapter's program with `args` and waits (a few seconds at most) for it to
-/// end by itself, as `--help` and bad flags must.
-fn run_to_end(program: &Program, args: &[&str]) -> Result<Ended, Stop> {
-    let args: Vec<_> = args.iter().map(|arg| arg.into()).collect();
-    // "`--port 8080`" for ours, "`python3 my_server.py --port 8080`" for a reader's.
-    let shown = program.typed(&args).unwrap_or_else(|| format!("`{}`", args_text(&args)));
-    let mut command = program.command(&args, None);
-    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let Spawned { mut child, group } = ProcessGroup::spawn(&mut command, program)
-        .map_err(|error| broken(format!("cannot run {shown}: {error}")))?;
-    let deadline = Instant::now() + super::PATIENCE;
-    while child.try_wait().ok().flatten().is_none() {
-        if Instant::now() >= deadline {
-            drop(group);
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(broken(format!(
-                "{shown} was still running after {} s",
-                super::PATIENCE.as_secs()
-            )));
-        }
-        // std has no "wait with a timeout", so we look again shortly.
-        thread::sleep(Duration::from_millis(10));
-    }
-    // Whatever a reader's command left running goes too, or it could hold the pipes open.
-    drop(group);
-    // It has ended, so its pipes are closed and hold all it wrote.
-    let output = child
-        .wait_with_output()
-        .map_err(|error| broken(format!("reading what {shown} printed: {error}")))?;
-    Ok(Ended {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    })
 }
 
 pub fn hello(target: &Target) -> Probed {
@@ -204,7 +97,7 @@ pub fn hello(target: &Target) -> Probed {
 }
 
 /// Values of `ms` that `/sleep` must refuse with a 400: it takes 0 to 10000.
-pub(super) const BAD_SLEEPS: [&str; 6] =
+pub(crate) const BAD_SLEEPS: [&str; 6] =
     ["abc", "-1", "10001", "1.5", "", "99999999999999999999999"];
 
 pub fn sleep_route(target: &Target) -> Probed {
@@ -304,7 +197,7 @@ pub fn head_requests(target: &Target) -> Probed {
 }
 
 /// Paths that are no route (but one letter or slash away from one): each is a 404.
-pub(super) const NOT_FOUND: [&str; 6] =
+pub(crate) const NOT_FOUND: [&str; 6] =
     ["/nowhere", "/hello/", "/HELLO", "/files", "/upstreamx", "/stats/x"];
 
 /// Unknown routes, and files that are not there. A file name the kernel finds too long
@@ -340,7 +233,7 @@ pub fn not_found(target: &Target) -> Probed {
 
 /// A known method on a route that does not take it, and the `Allow` its 405 must list (in
 /// any order). The server is started without `--upstream`: `/upstream/` is still a route.
-pub(super) const NOT_ALLOWED: [(&str, &str, &str); 9] = [
+pub(crate) const NOT_ALLOWED: [(&str, &str, &str); 9] = [
     ("DELETE", "/hello", "GET, HEAD"),
     ("POST", "/hello", "GET, HEAD"),
     ("PUT", "/", "GET, HEAD"),
@@ -374,7 +267,7 @@ pub fn method_not_allowed(target: &Target) -> Probed {
 }
 
 /// Methods nobody knows (methods are case-sensitive: `get` is not GET): each is a 501.
-pub(super) const UNKNOWN_METHODS: [&str; 4] = ["BREW", "FOO", "get", "M-SEARCH"];
+pub(crate) const UNKNOWN_METHODS: [&str; 4] = ["BREW", "FOO", "get", "M-SEARCH"];
 
 pub fn unknown_method(target: &Target) -> Probed {
     let server = target.server()?;
@@ -510,7 +403,7 @@ pub fn big_file_intact(target: &Target) -> Probed {
 
 /// How soon a request for a FIFO must be answered: at once, in fact; the margin is for a
 /// busy machine.
-pub(super) const FIFO_PROMPTLY: Duration = Duration::from_secs(2);
+pub(crate) const FIFO_PROMPTLY: Duration = Duration::from_secs(2);
 
 /// Files under the root that are not regular files are 404 (the contract), and asking for
 /// one must not block. Opening a FIFO for reading waits until some process opens it for
@@ -632,183 +525,95 @@ pub fn path_traversal(target: &Target) -> Probed {
 }
 // ANCHOR_END: path_traversal
 
-pub fn upstream_relay(target: &Target) -> Probed {
-    let (server, upstream) = with_upstream(target)?;
-    let cases = [
-        ("/upstream/teapot", 418, upstream::TEAPOT.to_string()),
-        ("/upstream/target?x=1&y=2", 200, "/target?x=1&y=2\n".to_string()),
-        ("/upstream/until-close", 200, upstream::HELLO.to_string()),
-        ("/upstream/", 200, upstream::HELLO.to_string()),
-        // `100 Continue` first: an interim answer, to skip; the 200 after it is the answer.
-        ("/upstream/continue", 200, upstream::CONTINUED.to_string()),
-    ];
-    for (path, status, body) in cases {
-        let what = format!("GET {path}");
-        let response = exchange(&server, &get(path))?;
-        expect_status(&response, &[status], &what)?;
-        check!(
-            response.text() == body,
-            "{what}: body {:?}, expected the upstream's {body:?}",
-            response.text()
-        );
-    }
-    // What the upstream was asked for: the path after /upstream, with the query.
-    let mut seen = Vec::new();
-    while let Some(line) = upstream.wait_for_request(Duration::ZERO) {
-        seen.push(line);
-    }
-    check!(
-        seen.iter().any(|line| line == "GET /target?x=1&y=2 HTTP/1.1"),
-        "the upstream was never asked for `GET /target?x=1&y=2 HTTP/1.1`; it saw {seen:?}"
-    );
-    let response = exchange(&server, &request_and_close("HEAD", "/upstream/teapot"))?;
-    expect_status(&response, &[418], "HEAD /upstream/teapot")?;
-
-    no_content_ends_at_its_head(&server)?;
-    // A 304 ends at its head too. Asked to close, the server must close right after that
-    // head: a body after it shows as "more bytes" (see `receive`).
-    let what = "GET /upstream/not-modified (a 304 with a body it must not have)";
-    let response = exchange(&server, &request_and_close("GET", "/upstream/not-modified"))?;
-    expect_status(&response, &[304], what)?;
-    Ok(Outcome::Works)
+// ANCHOR: rules
+/// What this module's checks hold a server to, for the checklist.
+#[rustfmt::skip] // a list: one rule after another, each as long as it needs
+fn rules() -> Vec<Rule> {
+    use Capability::*;
+    let not_allowed: Vec<String> =
+        NOT_ALLOWED.iter().map(|(method, path, _)| format!("{method} {path}")).collect();
+    let bad_sleeps: Vec<String> = BAD_SLEEPS.iter().map(|ms| format!("ms={ms}")).collect();
+    vec![
+    rule("index_page", ROUTES,
+        "`GET /`: 200, `text/html`, a page that mentions `/hello`, `/sleep`, `/files/`, \
+         `/echo`, `/upstream/` and `/stats`.".to_string()),
+    rule("hello", ROUTES,
+        "`GET /hello`: 200, `text/plain`, the body exactly `Hello, world!` and a newline. \
+         The same for `/hello?ignored=yes` (a query is no part of the path), the absolute \
+         form `GET http://suite/hello HTTP/1.1`, and `GET /hello HTTP/1.0` with no `Host`.".to_string()),
+    rule("sleep_route", ROUTES, format!(
+        "`GET /sleep?ms=N`: 200 after at least N ms, the body `slept N ms` and a newline. \
+         400 for {}, and for `/sleep` with no `ms`: N is a whole number from 0 to 10000.",
+        listed(&bad_sleeps))),
+    rule("stats_route", ROUTES,
+        "`GET /stats`: 200, `text/plain`, a line `KEY N` (one space, N a whole number) for \
+         each of `connections_open`, `requests_served`, `loop_turns`, `timers_pending` and \
+         `jobs_queued` (0 for what your server does not have); more lines may follow. \
+         `requests_served` counts an answered `GET /hello`.".to_string()),
+    rule("head_requests", ROUTES,
+        "`HEAD` on `/`, `/hello`, `/stats`, `/sleep?ms=1`, `/sleep?ms=x` and `/nowhere`: \
+         the status and headers `GET` gives (all but `Date`, and `/stats`' \
+         `Content-Length`: the same `Content-Length` as the body `GET` sends), and not one \
+         byte of body. `HEAD /echo`: 405.".to_string()),
+    rule("not_found", ROUTES, format!(
+        "404 for {} (a folder-like route without its slash is no route), and for `OPTIONS *`.",
+        listed(&NOT_FOUND))),
+    rule("not_found", ROUTES,
+        "404 for a file name the kernel finds too long (`ENAMETOOLONG`), as nginx answers: \
+         `GET /files/` with one name of over 255 bytes, and with a path of over 4,096 bytes \
+         made of shorter names (the head stays under its limit).".to_string()),
+    rule("method_not_allowed", ROUTES, format!(
+        "405 for a known method on a route that does not take it, with an `Allow` that \
+         lists exactly the route's methods, in any order: `GET, HEAD` for every route but \
+         `/echo`, `POST` for `/echo`. Checked with {}; the server runs without `--upstream` \
+         there, and `/upstream/` is still a route.",
+        listed(&not_allowed))),
+    rule("unknown_method", ROUTES, format!(
+        "501 for a method nobody knows: {} (methods are case-sensitive). `PUT`, `DELETE` \
+         and `PATCH` are known methods: 405 on these routes, not 501.",
+        listed(&UNKNOWN_METHODS))),
+    rule("echo", ROUTES, format!(
+        "`POST /echo`: 200 with the request's body, byte for byte: text, an empty body, \
+         every byte value 0 to 255, and a body of exactly {} (the limit is allowed).",
+        size(BODY_LIMIT as u64))),
+    rule("echo_needs_length", ROUTES,
+        "`POST /echo` without `Content-Length` (and without `Transfer-Encoding`: a chunked \
+         one is in the corpus): 411, with or without `Connection: close`. Such a request \
+         has no body, so the connection may go on after it (the chapters with keep-alive \
+         keep it), or close, saying so.".to_string()),
+    rule("echo_too_large", ROUTES, format!(
+        "`POST /echo` with a `Content-Length` over {}: 413 with `Connection: close`, decided \
+         from the head alone: at once when no body follows, and without waiting for the \
+         rest when part of it does. The next client is served.",
+        size(BODY_LIMIT as u64))),
+    rule("files", ROUTES,
+        "`GET /files/PATH`: the file under `--root`, byte for byte, typed by its extension: \
+         `text/plain` (`.txt`), `text/html` (`.html`), `text/css` (`.css`), \
+         `application/json` (`.json`), `application/octet-stream` for any other (a \
+         `; charset=...` after the type is fine). `/files/` and `/files/sub/` serve that \
+         folder's `index.html`; `%20` in the path is a space.".to_string()),
+    rule("files", ROUTES,
+        "404 for a missing file, for a folder named without its slash (`/files/sub`: no \
+         redirect), and for a missing folder with one. An empty file is a 200 with no body, \
+         and a kept-alive connection goes on after it. `HEAD /files/hello.txt` gives the \
+         file's length.".to_string()),
+    rule("big_file_intact", ROUTES,
+        "A big file arrives whole and intact, on a kept-alive connection and on one that \
+         asked for `Connection: close` (the close must not cut it short).".to_string()),
+    rule("fifo_under_root", ROUTES, format!(
+        "A name under the root that is not a regular file (a FIFO) is a 404, to `GET` and \
+         `HEAD`, within {}: look at what a name is before you open it, since opening a FIFO \
+         waits for a writer that never comes.",
+        secs(FIFO_PROMPTLY))),
+    rule("path_traversal", ROUTES,
+        "Nothing outside `--root` is ever served, and every attempt is a 4xx: `..` and `.` \
+         segments, `%2e%2e` in either case, encoded slashes and backslashes (`%2f`, `%5c`, \
+         a raw `\\`), a double-encoded `%252e`, NUL (raw or `%00`), absolute paths, the \
+         absolute form of the target, and symbolic links under the root that lead out of \
+         it (to a file, or to the folder above).".to_string()),
+    rule_if(With(GracefulShutdown), "fifo_under_root", SHUTDOWN, format!(
+        "After requests for a FIFO, SIGTERM ends the process with exit status 0 within {}.",
+        secs(PATIENCE))),
+    ]
 }
-
-/// The upstream answers 204 with a `Content-Length` and a body that is a whole second
-/// response ([`upstream::SMUGGLED`]). A 204 ends at its head (RFC 9112 section 6.3), so
-/// the client must get a 204 without a body or a length; relayed, those bytes would be
-/// read as the answer to the client's next request. Chapters with keep-alive get that
-/// next request pipelined behind, and must answer it with its own answer.
-fn no_content_ends_at_its_head(server: &Server) -> Result<(), Stop> {
-    let keeps_alive = manifest::expectation(Capability::KeepAlive, server.chapter) == Expect::Yes;
-    let mut requests = get("/upstream/no-content");
-    if keeps_alive {
-        requests.extend(get("/hello"));
-    }
-    let what = "GET /upstream/no-content (a 204 with a body it must not have)";
-    let mut client = connect(server)?;
-    sending(&mut client, &requests, what)?;
-    let response = receive(&mut client, server, false, what)?;
-    expect_status(&response, &[204], what)?;
-    check!(
-        response.header("content-length").is_none(),
-        "{what}: the 204 has Content-Length {:?}; RFC 9110 forbids one, and a 204 has no \
-         body to measure",
-        response.header("content-length").unwrap_or_default()
-    );
-    if keeps_alive {
-        let what = "GET /hello, pipelined behind GET /upstream/no-content";
-        let response = receive(&mut client, server, false, what)?;
-        expect_status(&response, &[200], what)?;
-        check!(
-            response.body == HELLO,
-            "{what}: body {:?}; was the 204's body relayed and taken for this answer?",
-            response.text()
-        );
-    }
-    Ok(())
-}
-
-/// Well under the upstream's 5 s: how long a 502 for an endless response head may take.
-/// The head is over 8 KiB after the first read, so a chapter answers in milliseconds; the
-/// rest is margin for a busy machine.
-pub(super) const QUICKLY: Duration = Duration::from_secs(3);
-
-pub fn upstream_errors(target: &Target) -> Probed {
-    let (mut server, upstream) = with_upstream(target)?;
-    expect_status(
-        &exchange(&server, &get("/upstream/garbage"))?,
-        &[502],
-        "GET /upstream/garbage (the upstream answers with no HTTP)",
-    )?;
-    still_serves(&mut server, "an upstream that answered garbage")?;
-    // We never ask the upstream to switch protocols, so what follows a 101 is not HTTP.
-    expect_status(
-        &exchange(&server, &get("/upstream/switching"))?,
-        &[502],
-        "GET /upstream/switching (the upstream answers 101 Switching Protocols)",
-    )?;
-    endless_head(&server, &upstream)?;
-    still_serves(&mut server, "an upstream that sent 16 MiB of response head")?;
-
-    let refusing = upstream::refusing_address()
-        .map_err(|error| broken(format!("cannot find a closed port: {error}")))?;
-    let server = target.start(Options { upstream: Some(refusing), ..Options::default() })?;
-    expect_status(
-        &exchange(&server, &get("/upstream/hello"))?,
-        &[502],
-        "GET /upstream/hello with an upstream that refuses connections",
-    )?;
-
-    let server = target.server()?;
-    expect_status(
-        &exchange(&server, &get("/upstream/hello"))?,
-        &[404],
-        "GET /upstream/hello without --upstream",
-    )?;
-    Ok(Outcome::Works)
-}
-
-/// An upstream that sends 16 MiB of response head without its end: a 502 within
-/// [`QUICKLY`], because a head over 8 KiB can never be relayed. Reading all 16 MiB, and
-/// searching the whole buffer for the blank line after every read, took seconds. From
-/// chapter 4 on, the upstream must not hold anyone up meanwhile either: a `/hello` sent
-/// while it runs is answered promptly.
-fn endless_head(server: &Server, upstream: &Upstream) -> Result<(), Stop> {
-    let what = "GET /upstream/endless-head (16 MiB of response head, no blank line)";
-    // Forget the earlier requests, so the next one the upstream reports is this one.
-    while upstream.wait_for_request(Duration::ZERO).is_some() {}
-    let mut client = connect(server)?;
-    let started = Instant::now();
-    sending(&mut client, &get("/upstream/endless-head"), what)?;
-    if manifest::expectation(Capability::SleepAndUpstream, server.chapter) == Expect::Yes {
-        check!(
-            upstream.wait_for_request(PATIENCE).is_some(),
-            "{what}: the server never sent the upstream (its --upstream) a request"
-        );
-        if let Meanwhile::Waiting { .. } = hello_meanwhile(server)? {
-            return Err(broken(format!(
-                "GET /hello from another client got no answer within {} while the chapter \
-                 read {what}",
-                seconds(PROMPTLY)
-            )));
-        }
-    }
-    let response = receive(&mut client, server, false, what)?;
-    let took = started.elapsed();
-    expect_status(&response, &[502], what)?;
-    check!(
-        took < QUICKLY,
-        "{what}: the 502 took {}, expected it within {}: the head is over 8 KiB after the \
-         first read",
-        seconds(took),
-        seconds(QUICKLY)
-    );
-    Ok(())
-}
-
-/// The contract's upstream timeout: an upstream that has not answered by then is a 504.
-pub(super) const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(5);
-/// The earliest a 504 may come: the timeout, less a margin for the two clocks.
-pub(super) const UPSTREAM_TIMEOUT_EARLIEST: Duration = Duration::from_millis(4500);
-
-/// An upstream that never answers: 504 after the contract's 5 s, not much sooner or later.
-pub fn upstream_timeout(target: &Target) -> Probed {
-    let (server, _upstream) = with_upstream(target)?;
-    let mut client = connect(&server)?;
-    let started = Instant::now();
-    let what = "GET /upstream/hang (the upstream never answers)";
-    sending(&mut client, &get("/upstream/hang"), what)?;
-    // `receive` waits PATIENCE for an answer; the first 4.5 s of the wait are the point.
-    client
-        .wait_for_bytes(started + UPSTREAM_TIMEOUT + super::PATIENCE)
-        .map_err(|error| broken(format!("{what}: {error}")))?;
-    let response = receive(&mut client, &server, false, what)?;
-    let took = started.elapsed();
-    expect_status(&response, &[504], what)?;
-    check!(
-        took >= UPSTREAM_TIMEOUT_EARLIEST,
-        "{what}: 504 after only {}, expected about 5 s",
-        seconds(took)
-    );
-    Ok(Outcome::Works)
-}
+// ANCHOR_END: rules

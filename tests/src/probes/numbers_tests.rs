@@ -1,0 +1,1 @@
+//! (numbers test: to come)
