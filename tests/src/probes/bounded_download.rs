@@ -213,12 +213,12 @@ pub fn big_download_memory(target: &Target) -> Probed {
 #[rustfmt::skip] // a list: one rule after another, each as long as it needs
 fn rules() -> Vec<Rule> {
     vec![
-    rule("big_download_memory", FLOODS, format!(
-        "{} clients download a {} file at once, each a little at a time: every download \
-         arrives whole, and the server's peak memory grows by less than {}. Send a file a \
-         piece at a time. (Before chapter 6, refusing so big a file with a 5xx is the \
-         expected lack.)",
-        DOWNLOADERS, size(DOWNLOAD_BYTES as u64), size(DOWNLOAD_GROWTH_BOUND))),
+        rule("big_download_memory", FLOODS, format!(
+            "{} clients download a {} file at once, each a little at a time: every download \
+             arrives whole, and the server's peak memory grows by less than {}. Send a file a \
+             piece at a time. (Before chapter 6, refusing so big a file with a 5xx is the \
+             expected lack.)",
+            DOWNLOADERS, size(DOWNLOAD_BYTES as u64), size(DOWNLOAD_GROWTH_BOUND))),
     ]
 }
 // ANCHOR_END: rules

@@ -171,39 +171,39 @@ pub(super) fn every_check() -> Vec<Rule> {
     use Applies::Without;
     use Capability::KeepAlive;
     vec![
-    rule(EVERY_CHECK, STARTING, format!(
-        "The first line on standard output is exactly `listening on http://HOST:PORT`: the \
-         host as given, and the port the system chose for `--port 0`. Flush it at once, \
-         within {} of the start ({} the first time the runner starts your command, to leave \
-         time for a compile).",
-        secs(START_TIMEOUT), secs(FIRST_START_TIMEOUT))),
-    rule(EVERY_CHECK, STARTING, format!(
-        "Listen with a backlog of a thousand or more: a check opens up to {} connections at \
-         once before it waits for the server to take them in, and while a chapter 1 server \
-         serves one client, {} others may wait in the backlog.",
-        count(IDLE_BATCH), count(SLOWLORIS_CLIENTS))),
-    rule(EVERY_CHECK, RESPONSES,
-        "The status line is `HTTP/1.1 NNN reason`, in answer to HTTP/1.0 requests too; \
-         then `Name: value` header lines.".to_string()),
-    rule(EVERY_CHECK, RESPONSES,
-        "Exactly one `Server` header, not empty (name your server as you like).".to_string()),
-    rule(EVERY_CHECK, RESPONSES,
-        "One `Content-Length` on every answer but those to `HEAD`, and a 204 or a 304, \
-         which never have a body. A `Content-Type` whenever there is a body (for `HEAD`: \
-         whenever the `Content-Length` is not 0), error pages included.".to_string()),
-    rule(EVERY_CHECK, RESPONSES, format!(
-        "`Connection: close` on every answer after which the server closes; then the \
-         connection ends, with nothing more sent, within {}. Closing without having said so \
-         fails the check that sees it, but for these closes: a client that half-closed, \
-         once it has all its answers, whether they said `Connection: close` or not \
-         (`half_close`); at SIGTERM, a connection whose answer had sent its head before \
-         the signal, once the rest is sent (`graceful_shutdown`), and one idle after its \
-         answer (`prompt_shutdown`); and one whose timeout ran out (the *Timeouts* rules).",
-        secs(PATIENCE))),
-    rule_if(Without(KeepAlive), EVERY_CHECK, CONNECTIONS_TOPIC,
-        "One request per connection: every answer says `Connection: close`, and the server \
-         closes, whatever the request asked. A server that keeps a connection open here \
-         fails nearly every check: keep-alive is not \"ahead\" of these chapters.".to_string()),
+        rule(EVERY_CHECK, STARTING, format!(
+            "The first line on standard output is exactly `listening on http://HOST:PORT`: the \
+             host as given, and the port the system chose for `--port 0`. Flush it at once, \
+             within {} of the start ({} the first time the runner starts your command, to leave \
+             time for a compile).",
+            secs(START_TIMEOUT), secs(FIRST_START_TIMEOUT))),
+        rule(EVERY_CHECK, STARTING, format!(
+            "Listen with a backlog of a thousand or more: a check opens up to {} connections at \
+             once before it waits for the server to take them in, and while a chapter 1 server \
+             serves one client, {} others may wait in the backlog.",
+            count(IDLE_BATCH), count(SLOWLORIS_CLIENTS))),
+        rule(EVERY_CHECK, RESPONSES,
+            "The status line is `HTTP/1.1 NNN reason`, in answer to HTTP/1.0 requests too; \
+             then `Name: value` header lines.".to_string()),
+        rule(EVERY_CHECK, RESPONSES,
+            "Exactly one `Server` header, not empty (name your server as you like).".to_string()),
+        rule(EVERY_CHECK, RESPONSES,
+            "One `Content-Length` on every answer but those to `HEAD`, and a 204 or a 304, \
+             which never have a body. A `Content-Type` whenever there is a body (for `HEAD`: \
+             whenever the `Content-Length` is not 0), error pages included.".to_string()),
+        rule(EVERY_CHECK, RESPONSES, format!(
+            "`Connection: close` on every answer after which the server closes; then the \
+             connection ends, with nothing more sent, within {}. Closing without having said so \
+             fails the check that sees it, but for these closes: a client that half-closed, \
+             once it has all its answers, whether they said `Connection: close` or not \
+             (`half_close`); at SIGTERM, a connection whose answer had sent its head before \
+             the signal, once the rest is sent (`graceful_shutdown`), and one idle after its \
+             answer (`prompt_shutdown`); and one whose timeout ran out (the *Timeouts* rules).",
+            secs(PATIENCE))),
+        rule_if(Without(KeepAlive), EVERY_CHECK, CONNECTIONS_TOPIC,
+            "One request per connection: every answer says `Connection: close`, and the server \
+             closes, whatever the request asked. A server that keeps a connection open here \
+             fails nearly every check: keep-alive is not \"ahead\" of these chapters.".to_string()),
     ]
 }
 // ANCHOR_END: rules

@@ -525,35 +525,35 @@ fn line_leaves(target: &Target) -> Result<Option<String>, Stop> {
 #[rustfmt::skip] // a list: one rule after another, each as long as it needs
 fn rules() -> Vec<Rule> {
     vec![
-    rule("departing_clients", DEPARTURES, format!(
-        "A client resets its connection while its `GET /sleep?ms={}` waits: a `GET /stats` \
-         from another client is answered before that sleep would have ended.",
-        FIRST_SLEEP.as_millis())),
-    rule("departing_clients", DEPARTURES, format!(
-        "{} clients reset while their `GET /sleep?ms={}` wait: within {}, `/stats` says \
-         `connections_open` is back where it was before they came. Watch every connection \
-         for a reset while its request waits.",
-        SLEEPERS, SLEEPERS_SLEEP.as_millis(), secs(GONE_WITHIN))),
-    rule("departing_clients", DEPARTURES, format!(
-        "A client pipelines {} `GET /upstream/slow?ms={}` and resets while the first is \
-         fetched: in the {} after, the upstream is sent none of the others.",
-        PIPELINED_FETCHES, FETCH.as_millis(), secs(UPSTREAM_WATCH))),
-    rule("departing_clients", DEPARTURES, format!(
-        "{} clients each write {} of pipelined `GET /sleep?ms={}` and reset: the server has \
-         begun reading each within {}, and within {} of the resets holds no more \
-         descriptors than at rest (or at most {} more).",
-        PIPELINERS, size(PIPELINE_BYTES as u64), PIPELINED_SLEEP_MS, secs(PATIENCE), secs(DESCRIPTORS_BACK_WITHIN), LAZY_DESCRIPTORS)),
-    rule("departing_clients", DEPARTURES, format!(
-        "A client sends `GET /sleep?ms={}` with {} of pipelined `GET /hello` behind it, and \
-         resets once the server has read {} of it: within {}, `/stats` no longer counts it. \
-         A connection whose queue is too full to read more of must still hear a reset.",
-        FULL_SLEEP_MS, size(FULL_PIPELINE_BYTES as u64), size(FULL_READ), secs(GONE_WITHIN))),
-    rule("departing_clients", DEPARTURES, format!(
-        "Only where `--help` lists `--upstream-limit` (a flag nobody must have): started \
-         with `--upstream-limit 1`, {} clients each pipeline {} slow upstream requests and \
-         reset while one is fetched; a client that comes after them has its fetch within \
-         {}.",
-        IN_LINE, IN_LINE_PIPELINED, secs(AFTER_THE_LINE_WITHIN))),
+        rule("departing_clients", DEPARTURES, format!(
+            "A client resets its connection while its `GET /sleep?ms={}` waits: a `GET /stats` \
+             from another client is answered before that sleep would have ended.",
+            FIRST_SLEEP.as_millis())),
+        rule("departing_clients", DEPARTURES, format!(
+            "{} clients reset while their `GET /sleep?ms={}` wait: within {}, `/stats` says \
+             `connections_open` is back where it was before they came. Watch every connection \
+             for a reset while its request waits.",
+            SLEEPERS, SLEEPERS_SLEEP.as_millis(), secs(GONE_WITHIN))),
+        rule("departing_clients", DEPARTURES, format!(
+            "A client pipelines {} `GET /upstream/slow?ms={}` and resets while the first is \
+             fetched: in the {} after, the upstream is sent none of the others.",
+            PIPELINED_FETCHES, FETCH.as_millis(), secs(UPSTREAM_WATCH))),
+        rule("departing_clients", DEPARTURES, format!(
+            "{} clients each write {} of pipelined `GET /sleep?ms={}` and reset: the server has \
+             begun reading each within {}, and within {} of the resets holds no more \
+             descriptors than at rest (or at most {} more).",
+            PIPELINERS, size(PIPELINE_BYTES as u64), PIPELINED_SLEEP_MS, secs(PATIENCE), secs(DESCRIPTORS_BACK_WITHIN), LAZY_DESCRIPTORS)),
+        rule("departing_clients", DEPARTURES, format!(
+            "A client sends `GET /sleep?ms={}` with {} of pipelined `GET /hello` behind it, and \
+             resets once the server has read {} of it: within {}, `/stats` no longer counts it. \
+             A connection whose queue is too full to read more of must still hear a reset.",
+            FULL_SLEEP_MS, size(FULL_PIPELINE_BYTES as u64), size(FULL_READ), secs(GONE_WITHIN))),
+        rule("departing_clients", DEPARTURES, format!(
+            "Only where `--help` lists `--upstream-limit` (a flag nobody must have): started \
+             with `--upstream-limit 1`, {} clients each pipeline {} slow upstream requests and \
+             reset while one is fetched; a client that comes after them has its fetch within \
+             {}.",
+            IN_LINE, IN_LINE_PIPELINED, secs(AFTER_THE_LINE_WITHIN))),
     ]
 }
 // ANCHOR_END: rules

@@ -508,20 +508,20 @@ fn pipelined_round(
 #[rustfmt::skip] // a list: one rule after another, each as long as it needs
 fn rules() -> Vec<Rule> {
     vec![
-    rule("flood_behind_a_wait", CONNECTIONS_TOPIC, format!(
-        "One client pipelines {} of `GET /hello`, twice alone and twice behind a `GET \
-         /sleep?ms={}`: a request behind the wait may cost the server at most {} times the \
-         CPU time of one without. Consume pipelined requests by an offset: a buffer that \
-         moves the bytes behind each request answered costs a megabyte each time. (Started \
-         with `--threads 1` where that is accepted.)",
-        size(ROUND_BYTES as u64), WAIT_IN_FRONT_MS, COST_BEHIND_A_WAIT_BOUND)),
-    rule("pipelined_flood", CONNECTIONS_TOPIC, format!(
-        "One client writes pipelined `GET /hello` without pause while it reads the answers. \
-         After its first {}, {} other clients each send `GET /hello` on a new connection, \
-         {} apart: each is answered within {}, and the flooder gets {} more answers \
-         meanwhile, its connection kept. Give each connection a bounded share of a turn. \
-         (Started with `--threads 1` where that is accepted.)",
-        FLOOD_WARM_UP, FLOOD_OTHERS, secs(FLOOD_OTHERS_EVERY), secs(FLOOD_PROMPTLY), FLOOD_WARM_UP)),
+        rule("flood_behind_a_wait", CONNECTIONS_TOPIC, format!(
+            "One client pipelines {} of `GET /hello`, twice alone and twice behind a `GET \
+             /sleep?ms={}`: a request behind the wait may cost the server at most {} times the \
+             CPU time of one without. Consume pipelined requests by an offset: a buffer that \
+             moves the bytes behind each request answered costs a megabyte each time. (Started \
+             with `--threads 1` where that is accepted.)",
+            size(ROUND_BYTES as u64), WAIT_IN_FRONT_MS, COST_BEHIND_A_WAIT_BOUND)),
+        rule("pipelined_flood", CONNECTIONS_TOPIC, format!(
+            "One client writes pipelined `GET /hello` without pause while it reads the answers. \
+             After its first {}, {} other clients each send `GET /hello` on a new connection, \
+             {} apart: each is answered within {}, and the flooder gets {} more answers \
+             meanwhile, its connection kept. Give each connection a bounded share of a turn. \
+             (Started with `--threads 1` where that is accepted.)",
+            FLOOD_WARM_UP, FLOOD_OTHERS, secs(FLOOD_OTHERS_EVERY), secs(FLOOD_PROMPTLY), FLOOD_WARM_UP)),
     ]
 }
 // ANCHOR_END: rules

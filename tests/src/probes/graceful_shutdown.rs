@@ -345,35 +345,35 @@ fn exited_within(
 fn rules() -> Vec<Rule> {
     use Capability::*;
     vec![
-    rule_if(Without(GracefulShutdown), "graceful_shutdown", SHUTDOWN,
-        "SIGTERM either kills the process (the default: it dies of the signal), or stops \
-         it gracefully, as chapter 3 on must, within the same bounds and with exit status \
-         0. Ending any other way (exit status 1 or 143, say) fails.".to_string()),
-    rule("graceful_shutdown", SHUTDOWN, format!(
-        "After that SIGTERM, while the download goes on, {} new clients try to connect, {} \
-         apart: from {} after the signal, every one is refused (the listener closed, on \
-         every loop: `--threads 2` where accepted); one that gets in before must be \
-         answered within {}.",
-        NEWCOMERS, secs(NEWCOMERS_EVERY), secs(REFUSED_WITHIN), secs(NEWCOMER_ANSWERED_WITHIN))),
-    rule("graceful_shutdown", SHUTDOWN, format!(
-        "SIGTERM while a big download is in flight: stop accepting, send the rest of the \
-         answer whole, and exit with status 0 within {} of the client having it all. \
-         SIGINT to an idle server: exit 0 within {}. The grace period, {}, counts from the \
-         signal, not from the last progress: past it, what is still in flight may be cut \
-         and the process exit 0 (the chapters do). No check tests that limit: this client \
-         reads the rest at full speed, and allows it {} from the signal.",
-        secs(PATIENCE), secs(PATIENCE), secs(GRACE_PERIOD), secs(WHOLE_BODY_WITHIN))),
-    rule("prompt_shutdown", SHUTDOWN, format!(
-        "After SIGTERM, exit 0 as soon as nothing is in flight, within {}: with only idle \
-         clients connected (one that sent nothing, one kept alive after its answer), or \
-         with one client that has its last answer (it asked for `Connection: close`) and \
-         keeps its socket open. Wait neither for idle connections nor for the grace \
-         period, {}, which only bounds answers in flight.",
-        secs(PROMPT_EXIT), secs(GRACE_PERIOD))),
-    rule_if(With(SleepAndUpstream), "prompt_shutdown", SHUTDOWN, format!(
-        "SIGTERM while a `GET /sleep?ms={}` waits: the sleep is answered in full, with \
-         `Connection: close`, and the process exits 0 within {} of the signal.",
-        SLEEP_AT_SHUTDOWN.as_millis(), secs(SLEEP_AT_SHUTDOWN + TIMEOUT_SLACK))),
+        rule_if(Without(GracefulShutdown), "graceful_shutdown", SHUTDOWN,
+            "SIGTERM either kills the process (the default: it dies of the signal), or stops \
+             it gracefully, as chapter 3 on must, within the same bounds and with exit status \
+             0. Ending any other way (exit status 1 or 143, say) fails.".to_string()),
+        rule("graceful_shutdown", SHUTDOWN, format!(
+            "After that SIGTERM, while the download goes on, {} new clients try to connect, {} \
+             apart: from {} after the signal, every one is refused (the listener closed, on \
+             every loop: `--threads 2` where accepted); one that gets in before must be \
+             answered within {}.",
+            NEWCOMERS, secs(NEWCOMERS_EVERY), secs(REFUSED_WITHIN), secs(NEWCOMER_ANSWERED_WITHIN))),
+        rule("graceful_shutdown", SHUTDOWN, format!(
+            "SIGTERM while a big download is in flight: stop accepting, send the rest of the \
+             answer whole, and exit with status 0 within {} of the client having it all. \
+             SIGINT to an idle server: exit 0 within {}. The grace period, {}, counts from the \
+             signal, not from the last progress: past it, what is still in flight may be cut \
+             and the process exit 0 (the chapters do). No check tests that limit: this client \
+             reads the rest at full speed, and allows it {} from the signal.",
+            secs(PATIENCE), secs(PATIENCE), secs(GRACE_PERIOD), secs(WHOLE_BODY_WITHIN))),
+        rule("prompt_shutdown", SHUTDOWN, format!(
+            "After SIGTERM, exit 0 as soon as nothing is in flight, within {}: with only idle \
+             clients connected (one that sent nothing, one kept alive after its answer), or \
+             with one client that has its last answer (it asked for `Connection: close`) and \
+             keeps its socket open. Wait neither for idle connections nor for the grace \
+             period, {}, which only bounds answers in flight.",
+            secs(PROMPT_EXIT), secs(GRACE_PERIOD))),
+        rule_if(With(SleepAndUpstream), "prompt_shutdown", SHUTDOWN, format!(
+            "SIGTERM while a `GET /sleep?ms={}` waits: the sleep is answered in full, with \
+             `Connection: close`, and the process exits 0 within {} of the signal.",
+            SLEEP_AT_SHUTDOWN.as_millis(), secs(SLEEP_AT_SHUTDOWN + TIMEOUT_SLACK))),
     ]
 }
 // ANCHOR_END: rules

@@ -103,13 +103,13 @@ pub fn half_sent_request(target: &Target) -> Probed {
 #[rustfmt::skip] // a list: one rule after another, each as long as it needs
 fn rules() -> Vec<Rule> {
     vec![
-    rule("idle_client", CONNECTIONS_TOPIC, format!(
-        "A client that connects and sends nothing, once accepted, holds up no one: \
-         another client's `GET /hello` is answered within {}.",
-        secs(PROMPTLY))),
-    rule("half_sent_request", CONNECTIONS_TOPIC, format!(
-        "Nor does one that sent half a request head and stopped: `GET /hello` within {}.",
-        secs(PROMPTLY))),
+        rule("idle_client", CONNECTIONS_TOPIC, format!(
+            "A client that connects and sends nothing, once accepted, holds up no one: \
+             another client's `GET /hello` is answered within {}.",
+            secs(PROMPTLY))),
+        rule("half_sent_request", CONNECTIONS_TOPIC, format!(
+            "Nor does one that sent half a request head and stopped: `GET /hello` within {}.",
+            secs(PROMPTLY))),
     ]
 }
 // ANCHOR_END: rules

@@ -261,27 +261,27 @@ fn answer_count_behind_a_wait(server: &Server, what: &str) -> Result<usize, Stop
 #[rustfmt::skip] // a list: one rule after another, each as long as it needs
 fn rules() -> Vec<Rule> {
     vec![
-    rule("keep_alive", CONNECTIONS_TOPIC,
-        "An HTTP/1.1 connection stays open after each answer (no `Connection: close`), for \
-         `GET`, `HEAD` and `POST` in turn. A request that says `Connection: close` is \
-         answered with `Connection: close`, and the server closes.".to_string()),
-    rule("keep_alive", CONNECTIONS_TOPIC,
-        "HTTP/1.0 closes after each answer, saying `Connection: close`, unless the request \
-         says `Connection: keep-alive`: then the answer says `Connection: keep-alive`, and \
-         the connection stays open.".to_string()),
-    rule("pipelining", CONNECTIONS_TOPIC,
-        "Requests sent together in one write are answered in order, each whole: four \
-         different ones, and fifty `POST /echo` that each echo their own number. A `GET` \
-         with a body has the body skipped, not read as a request. Nothing after a request \
-         that says `Connection: close` is answered, though more requests follow it.".to_string()),
-    rule("pipelining", CONNECTIONS_TOPIC,
-        "A request that arrives while a big answer (a file) is still being sent is kept, and \
-         answered after it.".to_string()),
-    rule("pipelining", CONNECTIONS_TOPIC, format!(
-        "{} of `GET /hello` pipelined behind a `GET /sleep?ms=200`, more than a server need \
-         keep unread while the sleep waits: every one is answered, in one connection. Stop \
-         reading when too much waits, and read on after.",
-        size(BEHIND as u64))),
+        rule("keep_alive", CONNECTIONS_TOPIC,
+            "An HTTP/1.1 connection stays open after each answer (no `Connection: close`), for \
+             `GET`, `HEAD` and `POST` in turn. A request that says `Connection: close` is \
+             answered with `Connection: close`, and the server closes.".to_string()),
+        rule("keep_alive", CONNECTIONS_TOPIC,
+            "HTTP/1.0 closes after each answer, saying `Connection: close`, unless the request \
+             says `Connection: keep-alive`: then the answer says `Connection: keep-alive`, and \
+             the connection stays open.".to_string()),
+        rule("pipelining", CONNECTIONS_TOPIC,
+            "Requests sent together in one write are answered in order, each whole: four \
+             different ones, and fifty `POST /echo` that each echo their own number. A `GET` \
+             with a body has the body skipped, not read as a request. Nothing after a request \
+             that says `Connection: close` is answered, though more requests follow it.".to_string()),
+        rule("pipelining", CONNECTIONS_TOPIC,
+            "A request that arrives while a big answer (a file) is still being sent is kept, and \
+             answered after it.".to_string()),
+        rule("pipelining", CONNECTIONS_TOPIC, format!(
+            "{} of `GET /hello` pipelined behind a `GET /sleep?ms=200`, more than a server need \
+             keep unread while the sleep waits: every one is answered, in one connection. Stop \
+             reading when too much waits, and read on after.",
+            size(BEHIND as u64))),
     ]
 }
 // ANCHOR_END: rules

@@ -335,17 +335,17 @@ fn busy_threads(process: u32, before: &[ThreadTime], after: &[ThreadTime]) -> Op
 fn rules() -> Vec<Rule> {
     use Capability::*;
     vec![
-    rule_if(Without(MoreThanOneCore), "spread_over_loops", LOOPS,
-        "A server that spreads its clients over threads says so in `/stats`: if `/proc` \
-         shows two of its threads each doing a good share of the serving, `/stats` must \
-         have the `thread N requests_served M` lines of chapter 9. A single such line \
-         fails anyway.".to_string()),
-    rule("spread_over_loops", LOOPS, format!(
-        "Started with `--threads {}`: after {} connections of {} `GET /hello` each, \
-         `/stats` has a line `thread N requests_served M` for each loop, at least two with \
-         M above 0, adding up to `requests_served`; and by `/proc`, at least two threads \
-         each did {}% or more of the work (CPU time).",
-        THREADS, CONNECTIONS, REQUESTS_EACH, (SERVING_SHARE * 100.0).round())),
+        rule_if(Without(MoreThanOneCore), "spread_over_loops", LOOPS,
+            "A server that spreads its clients over threads says so in `/stats`: if `/proc` \
+             shows two of its threads each doing a good share of the serving, `/stats` must \
+             have the `thread N requests_served M` lines of chapter 9. A single such line \
+             fails anyway.".to_string()),
+        rule("spread_over_loops", LOOPS, format!(
+            "Started with `--threads {}`: after {} connections of {} `GET /hello` each, \
+             `/stats` has a line `thread N requests_served M` for each loop, at least two with \
+             M above 0, adding up to `requests_served`; and by `/proc`, at least two threads \
+             each did {}% or more of the work (CPU time).",
+            THREADS, CONNECTIONS, REQUESTS_EACH, (SERVING_SHARE * 100.0).round())),
     ]
 }
 // ANCHOR_END: rules

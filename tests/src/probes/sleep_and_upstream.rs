@@ -236,21 +236,21 @@ pub fn answers_as_ready(target: &Target) -> Probed {
 fn rules() -> Vec<Rule> {
     use Capability::*;
     vec![
-    rule("sleep_elsewhere", WAITING, format!(
-        "While one client's `GET /sleep?ms={}` waits, another's `GET /hello` is answered at \
-         least a third of the sleep before the sleep's answer (tried again with {} ms when \
-         the machine is too busy to tell).",
-        HOLDS_MS[0], HOLDS_MS[1])),
-    rule("slow_upstream", WAITING,
-        "The same while a `GET /upstream/...` waits as long for a slow upstream.".to_string()),
-    rule_if(With(SleepAndUpstream), "upstream_errors", WAITING, format!(
-        "While an upstream sends its endless head, another client's `GET /hello` is \
-         answered within {}.",
-        secs(PROMPTLY))),
-    rule("answers_as_ready", WAITING, format!(
-        "{} `GET /sleep?ms={}` pipelined in one write: the first answer arrives when it is \
-         ready, after {} and within twice that, not with the others.",
-        READY_REQUESTS, READY_SLEEP.as_millis(), secs(READY_SLEEP))),
+        rule("sleep_elsewhere", WAITING, format!(
+            "While one client's `GET /sleep?ms={}` waits, another's `GET /hello` is answered at \
+             least a third of the sleep before the sleep's answer (tried again with {} ms when \
+             the machine is too busy to tell).",
+            HOLDS_MS[0], HOLDS_MS[1])),
+        rule("slow_upstream", WAITING,
+            "The same while a `GET /upstream/...` waits as long for a slow upstream.".to_string()),
+        rule_if(With(SleepAndUpstream), "upstream_errors", WAITING, format!(
+            "While an upstream sends its endless head, another client's `GET /hello` is \
+             answered within {}.",
+            secs(PROMPTLY))),
+        rule("answers_as_ready", WAITING, format!(
+            "{} `GET /sleep?ms={}` pipelined in one write: the first answer arrives when it is \
+             ready, after {} and within twice that, not with the others.",
+            READY_REQUESTS, READY_SLEEP.as_millis(), secs(READY_SLEEP))),
     ]
 }
 // ANCHOR_END: rules

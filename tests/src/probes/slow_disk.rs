@@ -88,11 +88,11 @@ pub fn slow_disk(target: &Target) -> Probed {
 #[rustfmt::skip] // a list: one rule after another, each as long as it needs
 fn rules() -> Vec<Rule> {
     vec![
-    rule("slow_disk", WAITING, format!(
-        "Started with `--fs-delay-ms N`, which makes every file open and every file read \
-         take N ms longer: while one client's `GET /files/hello.txt` waits on the disk ({} \
-         ms in all), another's `GET /hello` is answered at least a third of that before it.",
-        HOLDS_MS[0])),
+        rule("slow_disk", WAITING, format!(
+            "Started with `--fs-delay-ms N`, which makes every file open and every file read \
+             take N ms longer: while one client's `GET /files/hello.txt` waits on the disk ({} \
+             ms in all), another's `GET /hello` is answered at least a third of that before it.",
+            HOLDS_MS[0])),
     ]
 }
 // ANCHOR_END: rules

@@ -83,11 +83,11 @@ pub fn slow_reader(target: &Target) -> Probed {
 #[rustfmt::skip] // a list: one rule after another, each as long as it needs
 fn rules() -> Vec<Rule> {
     vec![
-    rule("slow_reader", CONNECTIONS_TOPIC, format!(
-        "Nor does one that asked for a file bigger than the kernel's socket buffers hold and \
-         stopped reading: `GET /hello` within {}. The file then arrives whole when it \
-         reads on.",
-        secs(PROMPTLY))),
+        rule("slow_reader", CONNECTIONS_TOPIC, format!(
+            "Nor does one that asked for a file bigger than the kernel's socket buffers hold and \
+             stopped reading: `GET /hello` within {}. The file then arrives whole when it \
+             reads on.",
+            secs(PROMPTLY))),
     ]
 }
 // ANCHOR_END: rules

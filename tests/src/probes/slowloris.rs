@@ -314,15 +314,15 @@ impl Attacker {
 fn rules() -> Vec<Rule> {
     use Capability::*;
     vec![
-    rule_if(With(IdleClient), "slowloris", FLOODS, format!(
-        "Started with at most {} open files, while {} clients trickle request heads, the \
-         server accepts until it has them all in use.",
-        SLOWLORIS_FD_LIMIT, SLOWLORIS_CLIENTS)),
-    rule("slowloris", TIMEOUTS, format!(
-        "Started with at most {} open files and `--header-timeout {}`, {} clients each send \
-         a head a byte every {}, never finish it, and reconnect when dropped: a `GET /hello` \
-         is answered within {}.",
-        SLOWLORIS_FD_LIMIT, SLOWLORIS_HEADER_TIMEOUT, SLOWLORIS_CLIENTS, secs(BYTE_EVERY), secs(SLOWLORIS_PATIENCE))),
+        rule_if(With(IdleClient), "slowloris", FLOODS, format!(
+            "Started with at most {} open files, while {} clients trickle request heads, the \
+             server accepts until it has them all in use.",
+            SLOWLORIS_FD_LIMIT, SLOWLORIS_CLIENTS)),
+        rule("slowloris", TIMEOUTS, format!(
+            "Started with at most {} open files and `--header-timeout {}`, {} clients each send \
+             a head a byte every {}, never finish it, and reconnect when dropped: a `GET /hello` \
+             is answered within {}.",
+            SLOWLORIS_FD_LIMIT, SLOWLORIS_HEADER_TIMEOUT, SLOWLORIS_CLIENTS, secs(BYTE_EVERY), secs(SLOWLORIS_PATIENCE))),
     ]
 }
 // ANCHOR_END: rules

@@ -440,21 +440,21 @@ pub fn ten_thousand_idle_slowdown(target: &Target) -> Probed {
 #[rustfmt::skip] // a list: one rule after another, each as long as it needs
 fn rules() -> Vec<Rule> {
     vec![
-    rule("ten_thousand_idle", CONNECTIONS_TOPIC, format!(
-        "{} clients connect and send nothing, opened {} at a time (the check waits up to {} \
-         for the server to accept each batch): the server accepts every one, `/stats` says \
-         `connections_open` {} or more, `GET /hello` is answered within {}, and the \
-         process's resident memory, all of it, is under {}. The timeouts are passed as {}, \
-         so none fires. (Skipped unless the suite may open {} files, `ulimit -n`; your \
-         server inherits that limit.)",
-        count(IDLE_CLIENTS), count(IDLE_BATCH), secs(PATIENCE), count(IDLE_CLIENTS), secs(PROMPTLY), size(IDLE_MEMORY_BOUND), secs(TEN_THOUSAND_TIMEOUTS), count(2 * IDLE_CLIENTS))),
-    rule("ten_thousand_idle_slowdown", CONNECTIONS_TOPIC, format!(
-        "{} `GET /hello` in a row on one connection, timed with no other client and then \
-         with {} idle ones: the second time is at most {}× the first (the fastest of several \
-         rounds counts). A server that accepts `--backend poll` is timed that way too, and \
-         must then be slower than that; a `backend` line in its `/stats`, if any, says \
-         `backend poll`.",
-        BUSY_ROUND, count(IDLE_CLIENTS), SLOWDOWN_BOUND)),
+        rule("ten_thousand_idle", CONNECTIONS_TOPIC, format!(
+            "{} clients connect and send nothing, opened {} at a time (the check waits up to {} \
+             for the server to accept each batch): the server accepts every one, `/stats` says \
+             `connections_open` {} or more, `GET /hello` is answered within {}, and the \
+             process's resident memory, all of it, is under {}. The timeouts are passed as {}, \
+             so none fires. (Skipped unless the suite may open {} files, `ulimit -n`; your \
+             server inherits that limit.)",
+            count(IDLE_CLIENTS), count(IDLE_BATCH), secs(PATIENCE), count(IDLE_CLIENTS), secs(PROMPTLY), size(IDLE_MEMORY_BOUND), secs(TEN_THOUSAND_TIMEOUTS), count(2 * IDLE_CLIENTS))),
+        rule("ten_thousand_idle_slowdown", CONNECTIONS_TOPIC, format!(
+            "{} `GET /hello` in a row on one connection, timed with no other client and then \
+             with {} idle ones: the second time is at most {}× the first (the fastest of several \
+             rounds counts). A server that accepts `--backend poll` is timed that way too, and \
+             must then be slower than that; a `backend` line in its `/stats`, if any, says \
+             `backend poll`.",
+            BUSY_ROUND, count(IDLE_CLIENTS), SLOWDOWN_BOUND)),
     ]
 }
 // ANCHOR_END: rules

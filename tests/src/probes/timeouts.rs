@@ -442,41 +442,41 @@ fn rules() -> Vec<Rule> {
     let too_early = secs(timeout - TIMEOUT_EARLY);
     let too_late = secs(timeout + TIMEOUT_SLACK);
     vec![
-    rule("header_timeout", TIMEOUTS, format!(
-        "Started with `--header-timeout {}` (and `--keep-alive-timeout {}`): a client that \
-         sent part of a head and stalls gets a 408 with `Connection: close`, no sooner than \
-         {} and within {}; so does a kept-alive client that sent part of its second head.",
-        flag_seconds(timeout), flag_seconds(HEADER_PROBE_KEEP_ALIVE), too_early, too_late)),
-    rule("header_timeout", TIMEOUTS, format!(
-        "The header timeout counts from the first byte of a head, not from the last answer: \
-         a kept-alive client idle for {} that then sends a head in two writes, {} apart, \
-         gets its 200.",
-        secs(timeout * 2), secs(timeout / 5))),
-    rule("header_timeout", TIMEOUTS, format!(
-        "A client that connects and sends nothing gets a 408, or is closed without a word, \
-         within {}.",
-        too_late)),
-    rule("waits_without_spinning", TIMEOUTS, format!(
-        "Started with `--header-timeout {}` and `--keep-alive-timeout {}`, and given nothing \
-         to do but wait ({} clients each asking a `GET /sleep` of {} ms, one that sent half \
-         a head, one kept alive after its answer), the server answers and times them out \
-         with at most {} more turns of its loop than `/stats` itself takes (`loop_turns`), \
-         and at most {} of CPU time. Wait in the kernel for the whole time left: a wait \
-         rounded down to whole milliseconds wakes before its timer is due, and spins.",
-        flag_seconds(ODD_TIMEOUT), flag_seconds(ODD_TIMEOUT), ODD_SLEEPS_MS.len(),
-        ODD_SLEEPS_MS.map(|ms| ms.to_string()).join(", "), WAIT_TURNS_BOUND,
-        secs(WAIT_CPU_BOUND))),
-    rule("keep_alive_timeout", TIMEOUTS, format!(
-        "Started with `--keep-alive-timeout {}`: a connection idle after its answer is \
-         closed without a word (no 408), no sooner than {} and within {}. A new connection \
-         that has sent nothing is not kept alive yet: it has the header timeout, and is \
-         still open {} after the idle one closed.",
-        flag_seconds(timeout), too_early, too_late, secs(timeout))),
-    rule("send_timeout", TIMEOUTS, format!(
-        "Started with `--send-timeout {}`: a client that asked for a file bigger than the \
-         socket buffers hold and reads none of it is disconnected, its answer cut short, no \
-         sooner than {} after its request and within {}.",
-        flag_seconds(timeout), too_early, too_late)),
+        rule("header_timeout", TIMEOUTS, format!(
+            "Started with `--header-timeout {}` (and `--keep-alive-timeout {}`): a client that \
+             sent part of a head and stalls gets a 408 with `Connection: close`, no sooner than \
+             {} and within {}; so does a kept-alive client that sent part of its second head.",
+            flag_seconds(timeout), flag_seconds(HEADER_PROBE_KEEP_ALIVE), too_early, too_late)),
+        rule("header_timeout", TIMEOUTS, format!(
+            "The header timeout counts from the first byte of a head, not from the last answer: \
+             a kept-alive client idle for {} that then sends a head in two writes, {} apart, \
+             gets its 200.",
+            secs(timeout * 2), secs(timeout / 5))),
+        rule("header_timeout", TIMEOUTS, format!(
+            "A client that connects and sends nothing gets a 408, or is closed without a word, \
+             within {}.",
+            too_late)),
+        rule("waits_without_spinning", TIMEOUTS, format!(
+            "Started with `--header-timeout {}` and `--keep-alive-timeout {}`, and given nothing \
+             to do but wait ({} clients each asking a `GET /sleep` of {} ms, one that sent half \
+             a head, one kept alive after its answer), the server answers and times them out \
+             with at most {} more turns of its loop than `/stats` itself takes (`loop_turns`), \
+             and at most {} of CPU time. Wait in the kernel for the whole time left: a wait \
+             rounded down to whole milliseconds wakes before its timer is due, and spins.",
+            flag_seconds(ODD_TIMEOUT), flag_seconds(ODD_TIMEOUT), ODD_SLEEPS_MS.len(),
+            ODD_SLEEPS_MS.map(|ms| ms.to_string()).join(", "), WAIT_TURNS_BOUND,
+            secs(WAIT_CPU_BOUND))),
+        rule("keep_alive_timeout", TIMEOUTS, format!(
+            "Started with `--keep-alive-timeout {}`: a connection idle after its answer is \
+             closed without a word (no 408), no sooner than {} and within {}. A new connection \
+             that has sent nothing is not kept alive yet: it has the header timeout, and is \
+             still open {} after the idle one closed.",
+            flag_seconds(timeout), too_early, too_late, secs(timeout))),
+        rule("send_timeout", TIMEOUTS, format!(
+            "Started with `--send-timeout {}`: a client that asked for a file bigger than the \
+             socket buffers hold and reads none of it is disconnected, its answer cut short, no \
+             sooner than {} after its request and within {}.",
+            flag_seconds(timeout), too_early, too_late)),
     ]
 }
 // ANCHOR_END: rules

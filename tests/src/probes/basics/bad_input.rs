@@ -190,29 +190,29 @@ pub fn serves_after_abuse(target: &Target) -> Probed {
 #[rustfmt::skip] // a list: one rule after another, each as long as it needs
 fn rules() -> Vec<Rule> {
     vec![
-    rule("trickled_request", READING,
-        "A request sent one byte per write, stopping between each CR and its LF, is \
-         answered as if it came whole: `GET /hello`, and `POST /echo` with its body.".to_string()),
-    rule("body_split_across_writes", READING, format!(
-        "A big `POST /echo` sent in five writes (cut inside a header name, at the end of the \
-         head, and twice in the body) is echoed whole. Read what arrives as it arrives: the \
-         check waits until the server has read each piece (by the kernel's count, up to \
-         {}) before it sends the next.",
-        secs(PATIENCE))),
-    rule("client_resets_mid_response", FAULTS,
-        "Clients that reset their connection in the middle of a big `POST /echo` answer, so \
-         that the server's writes fail (EPIPE, ECONNRESET), cost that connection only: the \
-         process lives, and serves the next client.".to_string()),
-    rule("clients_that_vanish", FAULTS,
-        "Clients that connect and leave at every stage (before a byte, mid request line, \
-         after a whole request, during a `/sleep`, mid body) cost nothing.".to_string()),
-    rule("serves_after_abuse", FAULTS, format!(
-        "After the corpus, resets and vanishing clients on one server, it still serves (a \
-         `GET /hello`), and within {} of that, `/stats` says `connections_open` 1 or less \
-         (the connection asking): no connection is leaked. A connection counts until \
-         it is really closed, so one still lingering after a refusal (your side shut, \
-         waiting for the client's close) must be gone within those {} too.",
-        secs(PATIENCE), secs(PATIENCE))),
+        rule("trickled_request", READING,
+            "A request sent one byte per write, stopping between each CR and its LF, is \
+             answered as if it came whole: `GET /hello`, and `POST /echo` with its body.".to_string()),
+        rule("body_split_across_writes", READING, format!(
+            "A big `POST /echo` sent in five writes (cut inside a header name, at the end of the \
+             head, and twice in the body) is echoed whole. Read what arrives as it arrives: the \
+             check waits until the server has read each piece (by the kernel's count, up to \
+             {}) before it sends the next.",
+            secs(PATIENCE))),
+        rule("client_resets_mid_response", FAULTS,
+            "Clients that reset their connection in the middle of a big `POST /echo` answer, so \
+             that the server's writes fail (EPIPE, ECONNRESET), cost that connection only: the \
+             process lives, and serves the next client.".to_string()),
+        rule("clients_that_vanish", FAULTS,
+            "Clients that connect and leave at every stage (before a byte, mid request line, \
+             after a whole request, during a `/sleep`, mid body) cost nothing.".to_string()),
+        rule("serves_after_abuse", FAULTS, format!(
+            "After the corpus, resets and vanishing clients on one server, it still serves (a \
+             `GET /hello`), and within {} of that, `/stats` says `connections_open` 1 or less \
+             (the connection asking): no connection is leaked. A connection counts until \
+             it is really closed, so one still lingering after a refusal (your side shut, \
+             waiting for the client's close) must be gone within those {} too.",
+            secs(PATIENCE), secs(PATIENCE))),
     ]
 }
 // ANCHOR_END: rules

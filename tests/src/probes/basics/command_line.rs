@@ -166,22 +166,22 @@ fn run_to_end(program: &Program, args: &[&str]) -> Result<Ended, Stop> {
 fn rules() -> Vec<Rule> {
     let ipv6: Vec<String> = IPV6_HOSTS.iter().map(|host| format!("--host {host}")).collect();
     vec![
-    rule("command_line", STARTING, format!(
-        "`--help` prints a usage with the word `usage` in it (in lower case) on standard \
-         output and exits 0, within {}.",
-        secs(PATIENCE))),
-    rule("command_line", STARTING,
-        "`--bogus`, `--port seventy`, and `--port` with no value after it: each exits 2, \
-         with an error and the usage (the word `usage` again) on standard error, and no \
-         stack trace or panic.".to_string()),
-    rule("command_line", STARTING,
-        "Started with `--host 127.0.0.1 --port P` where another server already listens on \
-         P: exactly one line on standard error, and exit status 1.".to_string()),
-    rule("ipv6_host", STARTING, format!(
-        "{}: both listen on the IPv6 loopback, the first line says `listening on \
-         http://[::1]:PORT` (brackets either way), and `GET /hello` to it is answered. \
-         (Skipped where the machine has no IPv6.)",
-        listed(&ipv6))),
+        rule("command_line", STARTING, format!(
+            "`--help` prints a usage with the word `usage` in it (in lower case) on standard \
+             output and exits 0, within {}.",
+            secs(PATIENCE))),
+        rule("command_line", STARTING,
+            "`--bogus`, `--port seventy`, and `--port` with no value after it: each exits 2, \
+             with an error and the usage (the word `usage` again) on standard error, and no \
+             stack trace or panic.".to_string()),
+        rule("command_line", STARTING,
+            "Started with `--host 127.0.0.1 --port P` where another server already listens on \
+             P: exactly one line on standard error, and exit status 1.".to_string()),
+        rule("ipv6_host", STARTING, format!(
+            "{}: both listen on the IPv6 loopback, the first line says `listening on \
+             http://[::1]:PORT` (brackets either way), and `GET /hello` to it is answered. \
+             (Skipped where the machine has no IPv6.)",
+            listed(&ipv6))),
     ]
 }
 // ANCHOR_END: rules

@@ -490,29 +490,29 @@ pub fn conformance_corpus(target: &Target) -> Probed {
 #[rustfmt::skip] // a list: one rule after another, each as long as it needs
 fn rules() -> Vec<Rule> {
     vec![
-    rule("conformance_corpus", READING, format!(
-        "Every row of [the conformance corpus](#the-conformance-corpus-row-by-row) gets its \
-         answer: {} requests that break, or stretch, RFC 9112's rules, each on a new \
-         connection.",
-        corpus().len())),
-    rule("conformance_corpus", READING, format!(
-        "The limits: a request head (the request line, the header lines, and any empty \
-         lines before the request line) over {} is refused with 431 (414 will do for a \
-         target too long by itself; 400 for a head that is all empty lines), and so is a \
-         head with more than {} header lines, `Host` included.",
-        size(HEAD_LIMIT as u64), HEADER_LINES_LIMIT)),
-    rule("conformance_corpus", READING,
-        "A refused request is answered with `Connection: close`, and the connection then \
-         ends: a request sent right behind it, in the same write, is never answered. A \
-         request that is answered leaves the connection usable: the request behind it is \
-         answered next.".to_string()),
-    rule("conformance_corpus", READING, format!(
-        "A head that can never become a valid request is refused as soon as the bytes that \
-         make it so arrive, within {}, while the client waits with the head unfinished: a \
-         bad byte in the method, a bad version, a stray CR or bare LF, whitespace before a \
-         colon, obs-fold, a `Content-Length` that is not digits or is over the body limit, \
-         a header line past the {}th, a head past {}.",
-        secs(PROMPTLY), HEADER_LINES_LIMIT, size(HEAD_LIMIT as u64))),
+        rule("conformance_corpus", READING, format!(
+            "Every row of [the conformance corpus](#the-conformance-corpus-row-by-row) gets its \
+             answer: {} requests that break, or stretch, RFC 9112's rules, each on a new \
+             connection.",
+            corpus().len())),
+        rule("conformance_corpus", READING, format!(
+            "The limits: a request head (the request line, the header lines, and any empty \
+             lines before the request line) over {} is refused with 431 (414 will do for a \
+             target too long by itself; 400 for a head that is all empty lines), and so is a \
+             head with more than {} header lines, `Host` included.",
+            size(HEAD_LIMIT as u64), HEADER_LINES_LIMIT)),
+        rule("conformance_corpus", READING,
+            "A refused request is answered with `Connection: close`, and the connection then \
+             ends: a request sent right behind it, in the same write, is never answered. A \
+             request that is answered leaves the connection usable: the request behind it is \
+             answered next.".to_string()),
+        rule("conformance_corpus", READING, format!(
+            "A head that can never become a valid request is refused as soon as the bytes that \
+             make it so arrive, within {}, while the client waits with the head unfinished: a \
+             bad byte in the method, a bad version, a stray CR or bare LF, whitespace before a \
+             colon, obs-fold, a `Content-Length` that is not digits or is over the body limit, \
+             a header line past the {}th, a head past {}.",
+            secs(PROMPTLY), HEADER_LINES_LIMIT, size(HEAD_LIMIT as u64))),
     ]
 }
 // ANCHOR_END: rules

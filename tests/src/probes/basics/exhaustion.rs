@@ -286,29 +286,29 @@ fn trickle_without_reading(server: &Server) -> Result<Client, Stop> {
 fn rules() -> Vec<Rule> {
     use Capability::*;
     vec![
-    rule("descriptor_exhaustion", FLOODS, format!(
-        "Started with at most {} open files (`ulimit -n`) and flooded with {} connections, \
-         so that `accept` fails (EMFILE) while more clients wait: the server uses at most {} \
-         of CPU time in {} (no busy loop around a listener it cannot accept from), serves \
-         `GET /hello` once the flood leaves, and within {} is back to the descriptors it had \
-         at rest (or at most {} more).",
-        FLOOD_FD_LIMIT, FLOOD_CLIENTS, secs(MAX_CPU_WHILE_FLOODED), secs(CPU_WINDOW), secs(PATIENCE), LAZY_DESCRIPTORS)),
-    rule("pipelined_without_reading", FLOODS, format!(
-        "A client pipelines {} of `GET /hello` and never reads an answer: the server's peak \
-         memory (`VmHWM`) stays less than {} over its resident memory at rest. Stop reading \
-         from a client while its answers pile up, or close it: the check's writes then \
-         stall, and once one has gone {} without progress, the check stops sending and \
-         measures. Then a second client, with a small receive buffer, sends {} requests at a \
-         time every half millisecond for {}, reading nothing; both still connected, `GET \
-         /hello` from another is answered within {}. What a client you are not reading sends \
-         must not hold what others need (receive buffers a loop shares). (Started with \
-         `--threads 1` where that is accepted.)",
-        size(PIPELINE_BYTES as u64), size(PIPELINE_GROWTH_BOUND), secs(PUSHED_BACK_AFTER),
-        TRICKLE_PIECE, secs(TRICKLE_FOR), secs(PROMPTLY))),
-    rule_if(With(IdleClient), "descriptor_exhaustion", FLOODS, format!(
-        "Flooded at a limit of {} files, the server accepts until it has them all in use: \
-         no cap of its own below the system's.",
-        FLOOD_FD_LIMIT)),
+        rule("descriptor_exhaustion", FLOODS, format!(
+            "Started with at most {} open files (`ulimit -n`) and flooded with {} connections, \
+             so that `accept` fails (EMFILE) while more clients wait: the server uses at most {} \
+             of CPU time in {} (no busy loop around a listener it cannot accept from), serves \
+             `GET /hello` once the flood leaves, and within {} is back to the descriptors it had \
+             at rest (or at most {} more).",
+            FLOOD_FD_LIMIT, FLOOD_CLIENTS, secs(MAX_CPU_WHILE_FLOODED), secs(CPU_WINDOW), secs(PATIENCE), LAZY_DESCRIPTORS)),
+        rule("pipelined_without_reading", FLOODS, format!(
+            "A client pipelines {} of `GET /hello` and never reads an answer: the server's peak \
+             memory (`VmHWM`) stays less than {} over its resident memory at rest. Stop reading \
+             from a client while its answers pile up, or close it: the check's writes then \
+             stall, and once one has gone {} without progress, the check stops sending and \
+             measures. Then a second client, with a small receive buffer, sends {} requests at a \
+             time every half millisecond for {}, reading nothing; both still connected, `GET \
+             /hello` from another is answered within {}. What a client you are not reading sends \
+             must not hold what others need (receive buffers a loop shares). (Started with \
+             `--threads 1` where that is accepted.)",
+            size(PIPELINE_BYTES as u64), size(PIPELINE_GROWTH_BOUND), secs(PUSHED_BACK_AFTER),
+            TRICKLE_PIECE, secs(TRICKLE_FOR), secs(PROMPTLY))),
+        rule_if(With(IdleClient), "descriptor_exhaustion", FLOODS, format!(
+            "Flooded at a limit of {} files, the server accepts until it has them all in use: \
+             no cap of its own below the system's.",
+            FLOOD_FD_LIMIT)),
     ]
 }
 // ANCHOR_END: rules

@@ -444,50 +444,50 @@ fn rules() -> Vec<Rule> {
     use Capability::*;
     let stray: Vec<String> = STRAY.iter().map(|name| format!("SIG{name}")).collect();
     vec![
-    rule("half_close", FAULTS, format!(
-        "A client that shuts its sending side after its request (a half-close) still gets \
-         its whole answer: `GET /hello`, a big `POST /echo`, a file bigger than the socket \
-         buffers. End of file means no more requests, not that nobody is listening. Once \
-         the answers are sent, the server closes within {}.",
-        secs(PATIENCE))),
-    rule_if(With(KeepAlive), "half_close", FAULTS,
-        "Two requests pipelined before the half-close both get their answers.".to_string()),
-    rule("file_removed_mid_response", FAULTS,
-        "A file removed, and another written under its name, while a slow client downloads \
-         it: that client gets the original bytes, or a clean early close, never a mixture. \
-         The next request for the name gets the new file, and once that is removed, a 404: \
-         keep no file contents between requests.".to_string()),
-    rule("stray_signals", FAULTS, format!(
-        "{}, sent while the server waits for clients, sleeps in a `/sleep`, waits for the \
-         rest of a head, and waits to write a big answer: the process lives, and every \
-         request in flight is answered. (Ignore SIGPIPE; a call interrupted with EINTR is \
-         tried again.)",
-        listed(&stray).replace("`SIGSTOP` and `SIGCONT`", "`SIGSTOP` then `SIGCONT`"))),
-    rule("urgent_byte", FAULTS, format!(
-        "`GET /sleep?ms={}`, then one byte of TCP urgent data (`MSG_OOB`): the answer still \
-         comes within {}, and the server still serves. An urgent byte can make a socket \
-         poll readable with nothing for a plain read: a read that waits there must not \
-         hold the answer.",
-        URGENT_SLEEP_MS, secs(URGENT_ANSWER_WITHIN))),
-    rule("closed_stderr", FAULTS,
-        "Started with `--trace`, and with nobody reading its standard error any more (every \
-         write to it fails: EPIPE), the server goes on: `GET /hello` 200, one without \
-         `Host` 400, a missing file 404, a `/sleep` 200. Logging never stops the server.".to_string()),
-    rule("unread_stderr", FAULTS, format!(
-        "Started with `--trace`, and with its standard error a pipe that is never read (once \
-         the pipe's buffer is full, a write to it waits until someone reads), the server \
-         answers {} `GET /hello` one after the other, each within {}, and still serves. A \
-         line that cannot be written at once is dropped (and counted), never waited for.",
-        count(UNREAD_STDERR_REQUESTS), secs(PATIENCE))),
-    rule_if(With(GracefulShutdown), "closed_stderr", SHUTDOWN, format!(
-        "With standard error closed, SIGTERM still ends the process with exit status 0, \
-         within {}: a write or flush that fails on the way out must not change the exit \
-         status.",
-        secs(PATIENCE))),
-    rule_if(With(GracefulShutdown), "unread_stderr", SHUTDOWN, format!(
-        "With standard error a full pipe nobody reads, SIGTERM still ends the process with \
-         exit status 0 within {}: the goodbye that cannot be written is dropped.",
-        secs(PATIENCE))),
+        rule("half_close", FAULTS, format!(
+            "A client that shuts its sending side after its request (a half-close) still gets \
+             its whole answer: `GET /hello`, a big `POST /echo`, a file bigger than the socket \
+             buffers. End of file means no more requests, not that nobody is listening. Once \
+             the answers are sent, the server closes within {}.",
+            secs(PATIENCE))),
+        rule_if(With(KeepAlive), "half_close", FAULTS,
+            "Two requests pipelined before the half-close both get their answers.".to_string()),
+        rule("file_removed_mid_response", FAULTS,
+            "A file removed, and another written under its name, while a slow client downloads \
+             it: that client gets the original bytes, or a clean early close, never a mixture. \
+             The next request for the name gets the new file, and once that is removed, a 404: \
+             keep no file contents between requests.".to_string()),
+        rule("stray_signals", FAULTS, format!(
+            "{}, sent while the server waits for clients, sleeps in a `/sleep`, waits for the \
+             rest of a head, and waits to write a big answer: the process lives, and every \
+             request in flight is answered. (Ignore SIGPIPE; a call interrupted with EINTR is \
+             tried again.)",
+            listed(&stray).replace("`SIGSTOP` and `SIGCONT`", "`SIGSTOP` then `SIGCONT`"))),
+        rule("urgent_byte", FAULTS, format!(
+            "`GET /sleep?ms={}`, then one byte of TCP urgent data (`MSG_OOB`): the answer still \
+             comes within {}, and the server still serves. An urgent byte can make a socket \
+             poll readable with nothing for a plain read: a read that waits there must not \
+             hold the answer.",
+            URGENT_SLEEP_MS, secs(URGENT_ANSWER_WITHIN))),
+        rule("closed_stderr", FAULTS,
+            "Started with `--trace`, and with nobody reading its standard error any more (every \
+             write to it fails: EPIPE), the server goes on: `GET /hello` 200, one without \
+             `Host` 400, a missing file 404, a `/sleep` 200. Logging never stops the server.".to_string()),
+        rule("unread_stderr", FAULTS, format!(
+            "Started with `--trace`, and with its standard error a pipe that is never read (once \
+             the pipe's buffer is full, a write to it waits until someone reads), the server \
+             answers {} `GET /hello` one after the other, each within {}, and still serves. A \
+             line that cannot be written at once is dropped (and counted), never waited for.",
+            count(UNREAD_STDERR_REQUESTS), secs(PATIENCE))),
+        rule_if(With(GracefulShutdown), "closed_stderr", SHUTDOWN, format!(
+            "With standard error closed, SIGTERM still ends the process with exit status 0, \
+             within {}: a write or flush that fails on the way out must not change the exit \
+             status.",
+            secs(PATIENCE))),
+        rule_if(With(GracefulShutdown), "unread_stderr", SHUTDOWN, format!(
+            "With standard error a full pipe nobody reads, SIGTERM still ends the process with \
+             exit status 0 within {}: the goodbye that cannot be written is dropped.",
+            secs(PATIENCE))),
     ]
 }
 // ANCHOR_END: rules

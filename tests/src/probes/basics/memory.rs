@@ -422,35 +422,35 @@ pub fn burst_of_clients(target: &Target) -> Probed {
 #[rustfmt::skip] // a list: one rule after another, each as long as it needs
 fn rules() -> Vec<Rule> {
     vec![
-    rule("memory_after_a_storm", FLOODS, format!(
-        "After one `POST /echo` of {}, alone, {} clients connect ({} where a server serves \
-         one at a time), then all at once each sends one, reads its answer and leaves. Within {} of the last answer, the server's resident memory is \
-         back within {} of what it was at rest: what a burst took goes back to the system, \
-         not only to the allocator (glibc keeps what is freed unless asked: \
-         `malloc_trim`).",
-        size(STORM_BODY as u64), count(STORM_CLIENTS), count(STORM_CLIENTS_ONE_AT_A_TIME),
-        secs(STORM_GIVEN_BACK_WITHIN),
-        size(STORM_GROWTH_BOUND))),
-    rule("idle_after_a_burst", FLOODS, format!(
-        "{} clients connect, each asks `GET /hello` and falls idle (the timeouts are long): \
-         that is the baseline. The server is stopped (SIGSTOP), each sends a {} `POST /echo`, \
-         it goes on (SIGCONT), and all read their answers and fall idle again: within {}, \
-         its resident memory is at most {} over the baseline, about 2 KiB a client. An idle \
-         connection holds no receive or send buffer. (A server without keep-alive has no \
-         idle clients, and passes at once.)",
-        count(BURST_CLIENTS), size(BURST_BODY as u64), secs(GIVEN_BACK_WITHIN), size(BURST_GROWTH_BOUND))),
-    rule("burst_of_clients", FLOODS, format!(
-        "The server is stopped (SIGSTOP), {} clients connect and send `GET /hello`, and it \
-         goes on: all are answered, and `/stats`' `loop_turns` (0 where there is no loop) \
-         grows by at most {} meanwhile: accept the clients a turn finds waiting, not one a \
-         turn. (Started with `--threads 1` where that is accepted.)",
-        BURST_OF, BURST_TURNS_BOUND)),
-    rule("idle_buffers_given_back", FLOODS, format!(
-        "{} clients each send a {} `POST /echo`, read the answer, and stay connected, idle: \
-         the server's resident memory (`VmRSS`) then grows by at most {} in all, over what it \
-         was before they came. Give a connection's buffers back once its request is \
-         answered.",
-        ECHO_CLIENTS, size(ECHO_BODY as u64), size(ECHO_GROWTH_BOUND))),
+        rule("memory_after_a_storm", FLOODS, format!(
+            "After one `POST /echo` of {}, alone, {} clients connect ({} where a server serves \
+             one at a time), then all at once each sends one, reads its answer and leaves. Within {} of the last answer, the server's resident memory is \
+             back within {} of what it was at rest: what a burst took goes back to the system, \
+             not only to the allocator (glibc keeps what is freed unless asked: \
+             `malloc_trim`).",
+            size(STORM_BODY as u64), count(STORM_CLIENTS), count(STORM_CLIENTS_ONE_AT_A_TIME),
+            secs(STORM_GIVEN_BACK_WITHIN),
+            size(STORM_GROWTH_BOUND))),
+        rule("idle_after_a_burst", FLOODS, format!(
+            "{} clients connect, each asks `GET /hello` and falls idle (the timeouts are long): \
+             that is the baseline. The server is stopped (SIGSTOP), each sends a {} `POST /echo`, \
+             it goes on (SIGCONT), and all read their answers and fall idle again: within {}, \
+             its resident memory is at most {} over the baseline, about 2 KiB a client. An idle \
+             connection holds no receive or send buffer. (A server without keep-alive has no \
+             idle clients, and passes at once.)",
+            count(BURST_CLIENTS), size(BURST_BODY as u64), secs(GIVEN_BACK_WITHIN), size(BURST_GROWTH_BOUND))),
+        rule("burst_of_clients", FLOODS, format!(
+            "The server is stopped (SIGSTOP), {} clients connect and send `GET /hello`, and it \
+             goes on: all are answered, and `/stats`' `loop_turns` (0 where there is no loop) \
+             grows by at most {} meanwhile: accept the clients a turn finds waiting, not one a \
+             turn. (Started with `--threads 1` where that is accepted.)",
+            BURST_OF, BURST_TURNS_BOUND)),
+        rule("idle_buffers_given_back", FLOODS, format!(
+            "{} clients each send a {} `POST /echo`, read the answer, and stay connected, idle: \
+             the server's resident memory (`VmRSS`) then grows by at most {} in all, over what it \
+             was before they came. Give a connection's buffers back once its request is \
+             answered.",
+            ECHO_CLIENTS, size(ECHO_BODY as u64), size(ECHO_GROWTH_BOUND))),
     ]
 }
 // ANCHOR_END: rules

@@ -4,6 +4,7 @@
 //!
 //! - [`command_line`]: the flags, `--help`, a bad flag, a port in use, an IPv6 host;
 //! - [`routes`]: every route of the demo application, `HEAD`, 404, 405 and 501;
+//! - [`files`]: `/files/`, typed, whole, and never outside the root;
 //! - [`upstream`]: `/upstream/`, relayed, refused, timed out;
 //! - [`corpus`]: the conformance corpus, requests that break or stretch RFC 9112;
 //! - [`bad_input`]: requests sent oddly (a byte at a time, split), clients that vanish;
@@ -16,6 +17,7 @@ pub(crate) mod command_line;
 pub(crate) mod corpus;
 pub(crate) mod exhaustion;
 pub(crate) mod faults;
+pub(crate) mod files;
 pub(crate) mod memory;
 pub(crate) mod routes;
 pub(crate) mod upstream;
@@ -28,10 +30,11 @@ use crate::probes::checklist::{count, leak, size};
 use crate::probes::Module;
 
 /// The row, then its parts, in the order the runner reports their checks.
-pub(super) const MODULES: [Module; 9] = [
+pub(super) const MODULES: [Module; 10] = [
     Module { probes: &[], row: Some(row), rules: Vec::new },
     command_line::MODULE,
     routes::MODULE,
+    files::MODULE,
     upstream::MODULE,
     corpus::MODULE,
     bad_input::MODULE,

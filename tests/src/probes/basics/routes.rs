@@ -1,22 +1,20 @@
 //! Probes for the demo application's routes and statuses: every row of the contract's
 //! route table, `HEAD`, 404, 405 and 501. Every chapter must pass all of them.
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::client::{ReadError, Response};
-use crate::manifest::{self, Capability, Expect};
+use crate::client::Response;
+use crate::manifest::Capability;
 use crate::probes::{
     broken, check, connect, exchange, expect_status, first_line, get, post, receive,
-    request_and_close, seconds, sending, stats_value, still_serves, with_site, Outcome, Probed,
-    Stop, Target, HELLO, PATIENCE,
+    request_and_close, seconds, sending, stats_value, still_serves, Outcome, Probed, Stop, Target,
+    HELLO,
 };
 use crate::site::{self, first_difference};
 
 use super::corpus::BODY_LIMIT;
-use crate::probes::checklist::Applies::With;
-use crate::probes::checklist::{listed, rule, rule_if, secs, size, Rule};
-use crate::probes::checklist::{ROUTES, SHUTDOWN};
+use crate::probes::checklist::ROUTES;
+use crate::probes::checklist::{listed, rule, size, Rule};
 use crate::probes::{probe, Module, Probe};
 
 /// What this module brings the suite: its checks, its row of the capability table and
@@ -37,13 +35,9 @@ const PROBES: &[Probe] = &[
     probe("echo", Capability::Basics, echo),
     probe("echo_needs_length", Capability::Basics, echo_needs_length),
     probe("echo_too_large", Capability::Basics, echo_too_large),
-    probe("files", Capability::Basics, files),
-    probe("big_file_intact", Capability::Basics, big_file_intact),
-    probe("path_traversal", Capability::Basics, path_traversal),
-    probe("fifo_under_root", Capability::Basics, fifo_under_root),
 ];
 
-fn content_type(response: &Response) -> &str {
+pub(crate) fn content_type(response: &Response) -> &str {
     response.header("content-type").unwrap_or_default()
 }
 
@@ -328,292 +322,67 @@ pub fn echo_too_large(target: &Target) -> Probed {
     Ok(Outcome::Works)
 }
 
-pub fn files(target: &Target) -> Probed {
-    let (server, _site) = with_site(target, 0)?;
-    let found = [
-        ("/files/hello.txt", "text/plain", site::HELLO_TXT),
-        ("/files/index.html", "text/html", site::INDEX_HTML),
-        ("/files/", "text/html", site::INDEX_HTML),
-        ("/files/sub/", "text/html", site::SUB_INDEX_HTML),
-        ("/files/a%20b.txt", "text/plain", site::SPACED_TXT),
-        ("/files/style.css", "text/css", "p { color: teal; }\n"),
-        ("/files/data.json", "application/json", "{\"suite\": true}\n"),
-        ("/files/notes.unknown", "application/octet-stream", "no known extension\n"),
-    ];
-    for (path, expected_type, contents) in found {
-        let what = format!("GET {path}");
-        let response = exchange(&server, &get(path))?;
-        expect_status(&response, &[200], &what)?;
-        check!(
-            response.body == contents.as_bytes(),
-            "{what}: body {:?}, expected {contents:?}",
-            response.text()
-        );
-        check!(
-            content_type(&response).starts_with(expected_type),
-            "{what}: Content-Type {:?}, expected {expected_type}",
-            content_type(&response)
-        );
-    }
-    for path in ["/files/missing.txt", "/files/sub", "/files/sub/missing/", "/files/nope/"] {
-        expect_status(&exchange(&server, &get(path))?, &[404], &format!("GET {path}"))?;
-    }
-    // An empty file is a 200 with no body, and a kept-alive connection goes on after it.
-    let (mut client, what) = (connect(&server)?, "GET /files/empty.txt");
-    sending(&mut client, &get("/files/empty.txt"), what)?;
-    let response = receive(&mut client, &server, false, what)?;
-    expect_status(&response, &[200], what)?;
-    check!(response.body.is_empty(), "{what}: body {:?}, expected none", response.text());
-    if !response.says_close() {
-        let what = "GET /hello, next on the connection that had the empty file";
-        sending(&mut client, &get("/hello"), what)?;
-        expect_status(&receive(&mut client, &server, false, what)?, &[200], what)?;
-    }
-    let response = exchange(&server, &request_and_close("HEAD", "/files/hello.txt"))?;
-    expect_status(&response, &[200], "HEAD /files/hello.txt")?;
-    let length = site::HELLO_TXT.len().to_string();
-    check!(
-        response.header("content-length") == Some(length.as_str()),
-        "HEAD /files/hello.txt: Content-Length {:?}, expected {length}",
-        response.header("content-length")
-    );
-    Ok(Outcome::Works)
-}
-
-pub fn big_file_intact(target: &Target) -> Probed {
-    let size = 8 * 1024 * 1024;
-    let (server, site) = with_site(target, size)?;
-    // Kept alive, and on a connection the server closes after it (sent chunk by chunk, the
-    // file must not be cut short when the close comes).
-    for (request, what) in [
-        (get("/files/big.bin"), "GET /files/big.bin"),
-        (request_and_close("GET", "/files/big.bin"), "GET /files/big.bin, Connection: close"),
-    ] {
-        let response = exchange(&server, &request)?;
-        expect_status(&response, &[200], what)?;
-        if let Some(at) = first_difference(&site.big, &response.body) {
-            return Err(broken(format!(
-                "{what} ({size} bytes): the body differs from byte {at} on ({} bytes arrived)",
-                response.body.len()
-            )));
-        }
-    }
-    Ok(Outcome::Works)
-}
-
-/// How soon a request for a FIFO must be answered: at once, in fact; the margin is for a
-/// busy machine.
-pub(crate) const FIFO_PROMPTLY: Duration = Duration::from_secs(2);
-
-/// Files under the root that are not regular files are 404 (the contract), and asking for
-/// one must not block. Opening a FIFO for reading waits until some process opens it for
-/// writing, which here nobody ever will: a server that opens first and looks at what it
-/// opened afterwards hangs in `open` (chapters 1-5: the whole server; chapter 6: a pool
-/// worker, for good). So, with a FIFO in the root: `GET` and `HEAD /files/fifo.txt` are
-/// 404 within [`FIFO_PROMPTLY`], `/hello` is still answered, and a chapter with a
-/// graceful shutdown still exits 0 on SIGTERM (a worker stuck in `open` would hold up
-/// the exit).
-pub fn fifo_under_root(target: &Target) -> Probed {
-    let (mut server, site) = with_site(target, 0)?;
-    // std cannot make a FIFO, and the suite keeps to std: mkfifo(1) can.
-    let fifo = site.root.join("fifo.txt");
-    match Command::new("mkfifo").arg(&fifo).status() {
-        Ok(status) if status.success() => {}
-        Ok(status) => return Err(broken(format!("`mkfifo {}` failed: {status}", fifo.display()))),
-        Err(_) => return Err(Stop::Skipped("needs mkfifo(1) to make a FIFO, and found none")),
-    }
-    for method in ["GET", "HEAD"] {
-        let what = format!("{method} /files/fifo.txt (a FIFO under the root)");
-        let mut client = connect(&server)?;
-        sending(&mut client, &request_and_close(method, "/files/fifo.txt"), &what)?;
-        let sent = Instant::now();
-        match client.wait_for_bytes(sent + FIFO_PROMPTLY) {
-            Ok(()) => {}
-            Err(ReadError::TimedOut { .. }) => {
-                return Err(broken(format!(
-                    "{what}: no answer within {}; did opening it wait for a writer that never \
-                     comes?",
-                    seconds(FIFO_PROMPTLY)
-                )))
-            }
-            Err(error) => {
-                return Err(broken(format!(
-                    "{what}: {error} (no response){}",
-                    server.stderr_note()
-                )))
-            }
-        }
-        let response = receive(&mut client, &server, method == "HEAD", &what)?;
-        expect_status(&response, &[404], &what)?;
-    }
-    still_serves(&mut server, "requests for a FIFO under the root")?;
-
-    if manifest::expectation(Capability::GracefulShutdown, target.chapter) != Expect::Yes {
-        return Ok(Outcome::Works);
-    }
-    server.signal("TERM").map_err(broken)?;
-    match server.wait_for_exit(Instant::now() + PATIENCE) {
-        Some(status) => check!(
-            status.code() == Some(0),
-            "after requests for a FIFO, SIGTERM ended the process with {status}, expected \
-             exit status 0{}",
-            server.stderr_note()
-        ),
-        None => {
-            return Err(broken(format!(
-                "after requests for a FIFO, the process was still running {} s after SIGTERM \
-                 (a thread stuck opening the FIFO?)",
-                PATIENCE.as_secs()
-            )))
-        }
-    }
-    Ok(Outcome::Works)
-}
-
-// ANCHOR: path_traversal
-/// Ways out of the root that servers have fallen for. None may answer with a byte of the
-/// secret file that sits next to the root; each must be a 4xx.
-pub fn path_traversal(target: &Target) -> Probed {
-    let (mut server, site) = with_site(target, 0)?;
-    let secret_path = site.secret_path().display().to_string();
-    let encoded_absolute = secret_path.replace('/', "%2f");
-    let mut attacks: Vec<String> = [
-        "/files/../secret.txt",
-        "/files/sub/../../secret.txt",
-        "/files/./../secret.txt",
-        "/files/%2e%2e/secret.txt",
-        "/files/%2E%2E/secret.txt",
-        "/files/.%2e/secret.txt",
-        "/files/..%2fsecret.txt",
-        "/files/..%2Fsecret.txt",
-        "/files/%2e%2e%2fsecret.txt",
-        "/files/sub%2f..%2f..%2fsecret.txt",
-        "/files/..%5csecret.txt",
-        "/files/..\\secret.txt",
-        "/files/%252e%252e/secret.txt",
-        "/files/../secret.txt%00.html",
-        "/files/hello.txt%00/../../secret.txt",
-        "/files/link-out",
-        "/files/link-up/secret.txt",
-    ]
-    .iter()
-    .map(|attack| attack.to_string())
-    .collect();
-    attacks.push(format!("/files/{secret_path}"));
-    attacks.push(format!("/files{secret_path}"));
-    attacks.push(format!("/files/{encoded_absolute}"));
-
-    let mut requests: Vec<Vec<u8>> = attacks.iter().map(|path| get(path)).collect();
-    // The absolute form of the target, and a raw NUL byte in it.
-    requests.push(b"GET http://suite/files/../secret.txt HTTP/1.1\r\nHost: suite\r\n\r\n".to_vec());
-    requests.push(b"GET /files/secret.txt\0 HTTP/1.1\r\nHost: suite\r\n\r\n".to_vec());
-
-    for request in &requests {
-        let what = first_line(request);
-        let response = exchange(&server, request)?;
-        let leaked =
-            response.body.windows(site.secret.len()).any(|window| window == site.secret.as_bytes());
-        check!(!leaked, "{what}: the response contains the secret from outside the root!");
-        check!(
-            (400..500).contains(&response.status),
-            "{what}: expected a 4xx, got {}",
-            response.summary()
-        );
-    }
-    still_serves(&mut server, "path traversal attempts")?;
-    Ok(Outcome::Works)
-}
-// ANCHOR_END: path_traversal
-
 // ANCHOR: rules
 /// What this module's checks hold a server to, for the checklist.
 #[rustfmt::skip] // a list: one rule after another, each as long as it needs
 fn rules() -> Vec<Rule> {
-    use Capability::*;
+    
     let not_allowed: Vec<String> =
         NOT_ALLOWED.iter().map(|(method, path, _)| format!("{method} {path}")).collect();
     let bad_sleeps: Vec<String> = BAD_SLEEPS.iter().map(|ms| format!("ms={ms}")).collect();
     vec![
-    rule("index_page", ROUTES,
-        "`GET /`: 200, `text/html`, a page that mentions `/hello`, `/sleep`, `/files/`, \
-         `/echo`, `/upstream/` and `/stats`.".to_string()),
-    rule("hello", ROUTES,
-        "`GET /hello`: 200, `text/plain`, the body exactly `Hello, world!` and a newline. \
-         The same for `/hello?ignored=yes` (a query is no part of the path), the absolute \
-         form `GET http://suite/hello HTTP/1.1`, and `GET /hello HTTP/1.0` with no `Host`.".to_string()),
-    rule("sleep_route", ROUTES, format!(
-        "`GET /sleep?ms=N`: 200 after at least N ms, the body `slept N ms` and a newline. \
-         400 for {}, and for `/sleep` with no `ms`: N is a whole number from 0 to 10000.",
-        listed(&bad_sleeps))),
-    rule("stats_route", ROUTES,
-        "`GET /stats`: 200, `text/plain`, a line `KEY N` (one space, N a whole number) for \
-         each of `connections_open`, `requests_served`, `loop_turns`, `timers_pending` and \
-         `jobs_queued` (0 for what your server does not have); more lines may follow. \
-         `requests_served` counts an answered `GET /hello`.".to_string()),
-    rule("head_requests", ROUTES,
-        "`HEAD` on `/`, `/hello`, `/stats`, `/sleep?ms=1`, `/sleep?ms=x` and `/nowhere`: \
-         the status and headers `GET` gives (all but `Date`, and `/stats`' \
-         `Content-Length`: the same `Content-Length` as the body `GET` sends), and not one \
-         byte of body. `HEAD /echo`: 405.".to_string()),
-    rule("not_found", ROUTES, format!(
-        "404 for {} (a folder-like route without its slash is no route), and for `OPTIONS *`.",
-        listed(&NOT_FOUND))),
-    rule("not_found", ROUTES,
-        "404 for a file name the kernel finds too long (`ENAMETOOLONG`), as nginx answers: \
-         `GET /files/` with one name of over 255 bytes, and with a path of over 4,096 bytes \
-         made of shorter names (the head stays under its limit).".to_string()),
-    rule("method_not_allowed", ROUTES, format!(
-        "405 for a known method on a route that does not take it, with an `Allow` that \
-         lists exactly the route's methods, in any order: `GET, HEAD` for every route but \
-         `/echo`, `POST` for `/echo`. Checked with {}; the server runs without `--upstream` \
-         there, and `/upstream/` is still a route.",
-        listed(&not_allowed))),
-    rule("unknown_method", ROUTES, format!(
-        "501 for a method nobody knows: {} (methods are case-sensitive). `PUT`, `DELETE` \
-         and `PATCH` are known methods: 405 on these routes, not 501.",
-        listed(&UNKNOWN_METHODS))),
-    rule("echo", ROUTES, format!(
-        "`POST /echo`: 200 with the request's body, byte for byte: text, an empty body, \
-         every byte value 0 to 255, and a body of exactly {} (the limit is allowed).",
-        size(BODY_LIMIT as u64))),
-    rule("echo_needs_length", ROUTES,
-        "`POST /echo` without `Content-Length` (and without `Transfer-Encoding`: a chunked \
-         one is in the corpus): 411, with or without `Connection: close`. Such a request \
-         has no body, so the connection may go on after it (the chapters with keep-alive \
-         keep it), or close, saying so.".to_string()),
-    rule("echo_too_large", ROUTES, format!(
-        "`POST /echo` with a `Content-Length` over {}: 413 with `Connection: close`, decided \
-         from the head alone: at once when no body follows, and without waiting for the \
-         rest when part of it does. The next client is served.",
-        size(BODY_LIMIT as u64))),
-    rule("files", ROUTES,
-        "`GET /files/PATH`: the file under `--root`, byte for byte, typed by its extension: \
-         `text/plain` (`.txt`), `text/html` (`.html`), `text/css` (`.css`), \
-         `application/json` (`.json`), `application/octet-stream` for any other (a \
-         `; charset=...` after the type is fine). `/files/` and `/files/sub/` serve that \
-         folder's `index.html`; `%20` in the path is a space.".to_string()),
-    rule("files", ROUTES,
-        "404 for a missing file, for a folder named without its slash (`/files/sub`: no \
-         redirect), and for a missing folder with one. An empty file is a 200 with no body, \
-         and a kept-alive connection goes on after it. `HEAD /files/hello.txt` gives the \
-         file's length.".to_string()),
-    rule("big_file_intact", ROUTES,
-        "A big file arrives whole and intact, on a kept-alive connection and on one that \
-         asked for `Connection: close` (the close must not cut it short).".to_string()),
-    rule("fifo_under_root", ROUTES, format!(
-        "A name under the root that is not a regular file (a FIFO) is a 404, to `GET` and \
-         `HEAD`, within {}: look at what a name is before you open it, since opening a FIFO \
-         waits for a writer that never comes.",
-        secs(FIFO_PROMPTLY))),
-    rule("path_traversal", ROUTES,
-        "Nothing outside `--root` is ever served, and every attempt is a 4xx: `..` and `.` \
-         segments, `%2e%2e` in either case, encoded slashes and backslashes (`%2f`, `%5c`, \
-         a raw `\\`), a double-encoded `%252e`, NUL (raw or `%00`), absolute paths, the \
-         absolute form of the target, and symbolic links under the root that lead out of \
-         it (to a file, or to the folder above).".to_string()),
-    rule_if(With(GracefulShutdown), "fifo_under_root", SHUTDOWN, format!(
-        "After requests for a FIFO, SIGTERM ends the process with exit status 0 within {}.",
-        secs(PATIENCE))),
+        rule("index_page", ROUTES,
+            "`GET /`: 200, `text/html`, a page that mentions `/hello`, `/sleep`, `/files/`, \
+             `/echo`, `/upstream/` and `/stats`.".to_string()),
+        rule("hello", ROUTES,
+            "`GET /hello`: 200, `text/plain`, the body exactly `Hello, world!` and a newline. \
+             The same for `/hello?ignored=yes` (a query is no part of the path), the absolute \
+             form `GET http://suite/hello HTTP/1.1`, and `GET /hello HTTP/1.0` with no `Host`.".to_string()),
+        rule("sleep_route", ROUTES, format!(
+            "`GET /sleep?ms=N`: 200 after at least N ms, the body `slept N ms` and a newline. \
+             400 for {}, and for `/sleep` with no `ms`: N is a whole number from 0 to 10000.",
+            listed(&bad_sleeps))),
+        rule("stats_route", ROUTES,
+            "`GET /stats`: 200, `text/plain`, a line `KEY N` (one space, N a whole number) for \
+             each of `connections_open`, `requests_served`, `loop_turns`, `timers_pending` and \
+             `jobs_queued` (0 for what your server does not have); more lines may follow. \
+             `requests_served` counts an answered `GET /hello`.".to_string()),
+        rule("head_requests", ROUTES,
+            "`HEAD` on `/`, `/hello`, `/stats`, `/sleep?ms=1`, `/sleep?ms=x` and `/nowhere`: \
+             the status and headers `GET` gives (all but `Date`, and `/stats`' \
+             `Content-Length`: the same `Content-Length` as the body `GET` sends), and not one \
+             byte of body. `HEAD /echo`: 405.".to_string()),
+        rule("not_found", ROUTES, format!(
+            "404 for {} (a folder-like route without its slash is no route), and for `OPTIONS *`.",
+            listed(&NOT_FOUND))),
+        rule("not_found", ROUTES,
+            "404 for a file name the kernel finds too long (`ENAMETOOLONG`), as nginx answers: \
+             `GET /files/` with one name of over 255 bytes, and with a path of over 4,096 bytes \
+             made of shorter names (the head stays under its limit).".to_string()),
+        rule("method_not_allowed", ROUTES, format!(
+            "405 for a known method on a route that does not take it, with an `Allow` that \
+             lists exactly the route's methods, in any order: `GET, HEAD` for every route but \
+             `/echo`, `POST` for `/echo`. Checked with {}; the server runs without `--upstream` \
+             there, and `/upstream/` is still a route.",
+            listed(&not_allowed))),
+        rule("unknown_method", ROUTES, format!(
+            "501 for a method nobody knows: {} (methods are case-sensitive). `PUT`, `DELETE` \
+             and `PATCH` are known methods: 405 on these routes, not 501.",
+            listed(&UNKNOWN_METHODS))),
+        rule("echo", ROUTES, format!(
+            "`POST /echo`: 200 with the request's body, byte for byte: text, an empty body, \
+             every byte value 0 to 255, and a body of exactly {} (the limit is allowed).",
+            size(BODY_LIMIT as u64))),
+        rule("echo_needs_length", ROUTES,
+            "`POST /echo` without `Content-Length` (and without `Transfer-Encoding`: a chunked \
+             one is in the corpus): 411, with or without `Connection: close`. Such a request \
+             has no body, so the connection may go on after it (the chapters with keep-alive \
+             keep it), or close, saying so.".to_string()),
+        rule("echo_too_large", ROUTES, format!(
+            "`POST /echo` with a `Content-Length` over {}: 413 with `Connection: close`, decided \
+             from the head alone: at once when no body follows, and without waiting for the \
+             rest when part of it does. The next client is served.",
+            size(BODY_LIMIT as u64))),
     ]
 }
 // ANCHOR_END: rules

@@ -216,42 +216,42 @@ pub fn upstream_timeout(target: &Target) -> Probed {
 fn rules() -> Vec<Rule> {
     use Capability::*;
     vec![
-    rule("upstream_relay", UPSTREAM,
-        "`GET /upstream/PATH?QUERY` sends the upstream the request line `GET /PATH?QUERY \
-         HTTP/1.1` (the query goes along; `/upstream/` asks for `/`), and relays its status \
-         and body: a 418 with its body, a 200 whose body ends when the upstream closes (it \
-         sends no `Content-Length`), and the 200 that follows an interim `100 Continue` \
-         (skip every 1xx). `HEAD /upstream/...` gets the status without a body.".to_string()),
-    rule("upstream_relay", UPSTREAM,
-        "Past that request line, no check looks at what you send the upstream: end the \
-         head with its blank line, and the headers are yours (the chapters send `Host` and \
-         `Connection: close`). Nor at the method a `HEAD /upstream/...` uses: the check's upstream \
-         answers `GET` and `HEAD` alike, with a body (the chapters ask with `GET`). It \
-         answers once and closes, never chunked: decoding a chunked answer is not checked \
-         (the chapters answer 502). It types every body it sends; the relayed body needs a \
-         `Content-Type` all the same, its or yours, and no check compares the two (the \
-         chapters relay the upstream's, and say `application/octet-stream` when it sends \
-         none).".to_string()),
-    rule("upstream_relay", UPSTREAM,
-        "An upstream 204 is relayed as a 204 with no body and no `Content-Length`, though \
-         the upstream sent both; a 304, without a body, with or without a `Content-Length` \
-         (the check reads no body after a 304, whatever its headers say; the chapters send \
-         none). (Relayed, those bytes would be read as the answer to the client's next \
-         request.)".to_string()),
-    rule("upstream_errors", UPSTREAM,
-        "502 when the upstream answers with something that is not HTTP, answers `101 \
-         Switching Protocols` (nobody asked it to switch), or refuses the connection; 404 \
-         for `/upstream/...` when there is no `--upstream`.".to_string()),
-    rule("upstream_errors", UPSTREAM, format!(
-        "502 within {} for an upstream that sends a response head that never ends: a head \
-         over {} can never be relayed, so stop reading there.",
-        secs(QUICKLY), size(HEAD_LIMIT as u64))),
-    rule("upstream_timeout", UPSTREAM, format!(
-        "504 for an upstream that never answers, after {} (not before {}).",
-        secs(UPSTREAM_TIMEOUT), secs(UPSTREAM_TIMEOUT_EARLIEST))),
-    rule_if(With(KeepAlive), "upstream_relay", UPSTREAM,
-        "A `GET /hello` pipelined behind a `GET /upstream/...` that the upstream answered \
-         with a 204 gets its own answer.".to_string()),
+        rule("upstream_relay", UPSTREAM,
+            "`GET /upstream/PATH?QUERY` sends the upstream the request line `GET /PATH?QUERY \
+             HTTP/1.1` (the query goes along; `/upstream/` asks for `/`), and relays its status \
+             and body: a 418 with its body, a 200 whose body ends when the upstream closes (it \
+             sends no `Content-Length`), and the 200 that follows an interim `100 Continue` \
+             (skip every 1xx). `HEAD /upstream/...` gets the status without a body.".to_string()),
+        rule("upstream_relay", UPSTREAM,
+            "Past that request line, no check looks at what you send the upstream: end the \
+             head with its blank line, and the headers are yours (the chapters send `Host` and \
+             `Connection: close`). Nor at the method a `HEAD /upstream/...` uses: the check's upstream \
+             answers `GET` and `HEAD` alike, with a body (the chapters ask with `GET`). It \
+             answers once and closes, never chunked: decoding a chunked answer is not checked \
+             (the chapters answer 502). It types every body it sends; the relayed body needs a \
+             `Content-Type` all the same, its or yours, and no check compares the two (the \
+             chapters relay the upstream's, and say `application/octet-stream` when it sends \
+             none).".to_string()),
+        rule("upstream_relay", UPSTREAM,
+            "An upstream 204 is relayed as a 204 with no body and no `Content-Length`, though \
+             the upstream sent both; a 304, without a body, with or without a `Content-Length` \
+             (the check reads no body after a 304, whatever its headers say; the chapters send \
+             none). (Relayed, those bytes would be read as the answer to the client's next \
+             request.)".to_string()),
+        rule("upstream_errors", UPSTREAM,
+            "502 when the upstream answers with something that is not HTTP, answers `101 \
+             Switching Protocols` (nobody asked it to switch), or refuses the connection; 404 \
+             for `/upstream/...` when there is no `--upstream`.".to_string()),
+        rule("upstream_errors", UPSTREAM, format!(
+            "502 within {} for an upstream that sends a response head that never ends: a head \
+             over {} can never be relayed, so stop reading there.",
+            secs(QUICKLY), size(HEAD_LIMIT as u64))),
+        rule("upstream_timeout", UPSTREAM, format!(
+            "504 for an upstream that never answers, after {} (not before {}).",
+            secs(UPSTREAM_TIMEOUT), secs(UPSTREAM_TIMEOUT_EARLIEST))),
+        rule_if(With(KeepAlive), "upstream_relay", UPSTREAM,
+            "A `GET /hello` pipelined behind a `GET /upstream/...` that the upstream answered \
+             with a 204 gets its own answer.".to_string()),
     ]
 }
 // ANCHOR_END: rules
