@@ -1,4 +1,10 @@
-//! (doc)
+//! The row "a big download costs bounded memory" (chapter 6 on).
+//!
+//! - [`big_download_memory`]: four clients download one big file at once. Does each cost
+//!   the server the whole file, or a chunk of it?
+//!
+//! It watches the server process's memory (via [`crate::resources`]), so it starts its
+//! own server and skips for someone else's.
 
 use std::time::{Duration, Instant};
 

@@ -1,4 +1,8 @@
-//! (doc)
+//! What many probes share: how they talk to a server (connect, send, receive and hold
+//! every answer to the contract's framing rules, ask `/stats`), the margins they allow a
+//! busy machine ([`PATIENCE`], [`PROMPTLY`]), the shape of most capability probes (a
+//! `GET /hello` from another client while one keeps the server busy), and a look at the
+//! server process (its pid, whether it still runs, its descriptors).
 
 use std::io;
 use std::thread;

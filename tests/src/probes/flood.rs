@@ -1,4 +1,10 @@
-//! (doc)
+//! The row "a client flooding pipelined requests does not stall the others" (chapter 3
+//! on): a connection that always has input gets a bounded share of the loop.
+//!
+//! - [`pipelined_flood`]: one client that sends requests as fast as it reads the answers.
+//!   Its socket is always ready; the others must still get their turns.
+//! - [`flood_behind_a_wait`]: one client pipelines a megabyte of requests behind a wait.
+//!   Does each answer cost the server the bytes behind it, every time?
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -1,4 +1,11 @@
-//! (doc)
+//! The row "graceful shutdown on SIGTERM" (chapter 3 on).
+//!
+//! - [`graceful_shutdown`]: SIGTERM while a big download is in flight: the download
+//!   finishes, newcomers are refused, the process exits 0.
+//! - [`prompt_shutdown`]: and it exits as soon as nothing is in flight, not when idle
+//!   clients leave or the grace period ends.
+//!
+//! Chapters 1 and 2 have no signal handler: SIGTERM kills them, the expected lack.
 
 use std::os::unix::process::ExitStatusExt;
 use std::thread;

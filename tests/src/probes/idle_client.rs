@@ -1,4 +1,12 @@
-//! (doc)
+//! The row "an idle or slow client does not hold up others" (chapter 2 on).
+//!
+//! - [`idle_client`]: a client that connects and says nothing.
+//! - [`half_sent_request`]: one that sends half a request head and stalls.
+//!
+//! Chapter 1 serves one client at a time: the `/hello` waits exactly as long as the other
+//! client holds it, and is answered as soon as it lets go. The row's third check,
+//! `ten_thousand_idle`, is in `ten_thousand_idle.rs`, beside the other probe that opens
+//! 10,000 connections.
 
 use std::time::Instant;
 

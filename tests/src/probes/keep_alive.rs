@@ -1,4 +1,9 @@
-//! (doc)
+//! The row "keep-alive and pipelining" (chapter 3 on).
+//!
+//! - [`keep_alive`]: several requests, one after another, on one connection; HTTP/1.0
+//!   too, when it asks.
+//! - [`pipelining`]: several requests in one write, answered in order, even behind a wait
+//!   or a big answer.
 
 use std::thread;
 use std::time::Duration;

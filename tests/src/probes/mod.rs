@@ -19,7 +19,7 @@
 //! Each module below owns one row of the table: its probes, the row's words (the "no"
 //! sentences, the note) and its rules on the checklist, all quoting its own constants
 //! (`basics/` holds the first row, split by what it checks). Adding a probe is a change
-//! to one module; this file only gathers them, and [`probe`] and [`common`] hold what
+//! to one module; this file only gathers them, and `probe.rs` and `common.rs` hold what
 //! every module uses.
 //!
 //! [`harness`]: crate::harness

@@ -1,4 +1,6 @@
-//! (doc)
+//! What a probe is, what it says, and where it gets its servers: [`Probe`], [`Outcome`],
+//! [`Stop`], and the [`Target`] it runs against (a chapter's program the suite starts, a
+//! reader's, or a server someone else started).
 
 use std::net::SocketAddr;
 

@@ -1,4 +1,11 @@
-//! (doc)
+//! The row "`/sleep` and a slow upstream do not hold up others" (chapter 4 on): waiting
+//! for a timer or another server must not stop the loop.
+//!
+//! - [`sleep_elsewhere`]: a `GET /hello` while another client's `/sleep` waits.
+//! - [`slow_upstream`]: the same while a `GET /upstream/...` waits for a slow upstream.
+//! - [`answers_as_ready`]: pipelined sleeps, each answered when it is ready.
+//!
+//! [`served_while_busy`] is the shape they share, and `slow_disk.rs` shares it too.
 
 use std::thread;
 use std::time::{Duration, Instant};

@@ -1,4 +1,8 @@
-//! (doc)
+//! The row "a slow disk (`--fs-delay-ms`) does not hold up others" (chapter 6 on): file
+//! work leaves the loop.
+//!
+//! - [`slow_disk`]: a `GET /hello` while another client's file waits on a slow disk, in
+//!   the shape of `sleep_and_upstream.rs`'s probes.
 
 use std::time::Duration;
 

@@ -1,4 +1,7 @@
-//! (doc)
+//! The row "a slow reader of a big response does not hold up others" (chapter 2 on).
+//!
+//! - [`slow_reader`]: a client asks for a file bigger than the socket buffers hold and
+//!   stops reading. Chapter 1 writes with a blocking `write_all`, and waits with it.
 
 use std::time::Instant;
 

@@ -1,4 +1,7 @@
-//! (doc)
+//! The row "slowloris does not deny service" (chapter 4 on).
+//!
+//! - [`slowloris`]: hundreds of clients that send a request head one byte a second and
+//!   never finish it. Only a header timeout frees their descriptors.
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -1,4 +1,11 @@
-//! (doc)
+//! The row "10,000 idle connections do not slow the busy ones" (chapter 7 on), and the
+//! idle-client row's check that 10,000 fit at all: both open 10,000 connections, and take
+//! turns to (this process may not hold twice as many).
+//!
+//! - [`ten_thousand_idle`] (idle-client row): 10,000 connections that say nothing: do
+//!   they fit, in how much memory, and is everyone else still served?
+//! - [`ten_thousand_idle_slowdown`]: and how much slower is a busy client served while
+//!   they are there? With `poll(2)`, every turn of the loop walks all of them.
 
 use std::net::TcpStream;
 use std::sync::{Mutex, MutexGuard, PoisonError};

@@ -1,4 +1,12 @@
-//! (doc)
+//! The row "idle, header and send timeouts" (chapter 4 on). Each is tested with a short
+//! timeout passed on the command line ([`TIMEOUT_UNDER_TEST`]), not the defaults.
+//!
+//! - [`header_timeout`]: a head that stops halfway gets a 408.
+//! - [`keep_alive_timeout`]: an idle kept-alive connection is closed.
+//! - [`send_timeout`]: a client that reads none of its answer is disconnected.
+//! - [`waits_without_spinning`]: waiting for timers costs no turns and no CPU.
+//!
+//! Chapters 1 to 3 have no timers: nothing times out, the expected lack.
 
 use std::thread;
 use std::time::{Duration, Instant};

@@ -1,4 +1,5 @@
-//! (doc)
+//! Probes for the command line every chapter shares: `--help`, a flag it does not know, a
+//! port already in use, and `--host ::1`.
 
 use std::process::Stdio;
 use std::thread;

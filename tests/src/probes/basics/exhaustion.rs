@@ -1,4 +1,15 @@
-//! (doc)
+//! Probes that try to exhaust the server: the contract's promise under attack is bounded
+//! work and bounded memory, and a normal client still served.
+//!
+//! - [`descriptor_exhaustion`]: more connections than the server has file descriptors.
+//!   `accept` fails with EMFILE while the listener stays readable, so a loop that keeps
+//!   asking spins at 100% CPU; we measure the server's CPU time to see that it does not.
+//! - [`pipelined_without_reading`]: one client that sends requests as fast as it can and
+//!   never reads an answer. The server must push back instead of buffering the answers,
+//!   and serve another client meanwhile.
+//!
+//! These watch the server process itself (CPU time, memory, descriptors, via
+//! [`crate::resources`]), so they start their own servers and skip for someone else's.
 
 use std::io::{self, Write};
 use std::thread::{self};

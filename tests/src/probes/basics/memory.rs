@@ -1,4 +1,16 @@
-//! (doc)
+//! Probes of what clients cost in memory, and of what a burst of them costs the loop.
+//!
+//! - [`idle_buffers_given_back`]: a hundred clients send one big request each and stay,
+//!   idle. Do they still cost what their big requests did?
+//! - [`idle_after_a_burst`]: two thousand idle clients each send a request at once (the
+//!   server stopped meanwhile) and fall idle again. Is the memory back?
+//! - [`memory_after_a_storm`]: two hundred send one big request each, at once, and leave.
+//!   Does the memory they took go back to the system, or only to the allocator?
+//! - [`burst_of_clients`]: two hundred new clients at once: in how many turns of its loop
+//!   does the server let them in?
+//!
+//! These watch the server process itself (via [`crate::resources`]), so they start their
+//! own servers and skip for someone else's.
 
 use std::io::{self};
 use std::sync::Arc;

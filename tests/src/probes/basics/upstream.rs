@@ -1,4 +1,6 @@
-//! (doc)
+//! Probes for `GET /upstream/PATH`: relayed as RFC 9112 frames it (1xx skipped, 204 and
+//! 304 without a body), 502 for an upstream that is refused, speaks no HTTP or sends a head
+//! that never ends, and 504 for one that never answers.
 
 use std::time::{Duration, Instant};
 
