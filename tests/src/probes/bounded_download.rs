@@ -19,14 +19,14 @@ use crate::server::Options;
 
 use crate::manifest::Expect::{No, Yes};
 use crate::manifest::Row;
-use crate::probes::checklist::FLOODS;
-use crate::probes::checklist::{rule, size, Rule};
+use crate::probes::checklist::{leak, rule, size, Rule, FLOODS};
 use crate::probes::pid;
 use crate::probes::{probe, Module, Probe};
+use shared::files::MAX_FILE;
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.
-pub(super) const MODULE: Module = Module { probes: PROBES, row: Some(row), rules };
+pub(super) const MODULE: Module = Module { probes: PROBES, row: Some(row), rules, quoted };
 
 /// The checks, in the order the runner reports them.
 #[rustfmt::skip] // a table: one probe per line
@@ -41,10 +41,16 @@ fn row() -> Row {
         capability: Capability::BoundedDownload,
         description: "a big download costs bounded memory",
         chapters: [
-            No("ch01 reads a file whole into memory before sending it: a download costs the \
-                    whole file, so files over 64 MiB are refused."),
-            No("ch02 reads a file whole into memory before sending it: every download in \
-                    flight holds its whole file, so files over 64 MiB are refused."),
+            No(leak(format!(
+                "ch01 reads a file whole into memory before sending it: a download costs the \
+                    whole file, so files over {} are refused.",
+                size(MAX_FILE)
+            ))),
+            No(leak(format!(
+                "ch02 reads a file whole into memory before sending it: every download in \
+                    flight holds its whole file, so files over {} are refused.",
+                size(MAX_FILE)
+            ))),
             No("ch03 reads a file whole into memory before sending it: the file waits in the \
                     connection's output buffer for as long as the client takes to read it."),
             No("ch04 reads a file whole into memory before sending it: timers change when \
@@ -228,3 +234,13 @@ fn rules() -> Vec<Rule> {
     ]
 }
 // ANCHOR_END: rules
+
+/// This module's constants as its texts quote them (see `Module::quoted`).
+fn quoted() -> Vec<String> {
+    vec![
+        DOWNLOADERS.to_string(),
+        size(DOWNLOAD_BYTES as u64),
+        size(DOWNLOAD_GROWTH_BOUND),
+        size(MAX_FILE),
+    ]
+}

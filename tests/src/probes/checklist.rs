@@ -22,6 +22,7 @@ use super::slowloris::SLOWLORIS_CLIENTS;
 use super::ten_thousand_idle::IDLE_BATCH;
 use super::{PATIENCE, PROMPTLY};
 use crate::chapters::CHAPTERS;
+pub(crate) use crate::facts::in_words;
 use crate::manifest::{self, Capability, Expect};
 use crate::server::{FIRST_START_TIMEOUT, START_TIMEOUT};
 
@@ -108,6 +109,15 @@ pub(crate) fn size(bytes: u64) -> String {
 /// "no" sentence): kept for good, as the `&'static str` the table holds.
 pub(crate) fn leak(text: String) -> &'static str {
     text.leak()
+}
+
+/// "once", "twice", "three times": how many times, in words.
+pub(crate) fn times(count: usize) -> String {
+    match count {
+        1 => "once".into(),
+        2 => "twice".into(),
+        _ => format!("{} times", in_words(count)),
+    }
 }
 
 /// "10,000".

@@ -455,3 +455,11 @@ pub(crate) fn sources() -> Vec<(std::path::PathBuf, String)> {
     sources.sort();
     sources
 }
+
+/// The constants of this file that every module's texts may quote (see `Module::quoted`).
+#[cfg(test)]
+pub(crate) fn quoted() -> Vec<String> {
+    use crate::probes::checklist::secs;
+    use crate::server::{FIRST_START_TIMEOUT, START_TIMEOUT};
+    [PATIENCE, PROMPTLY, WHOLE_BODY_WITHIN, START_TIMEOUT, FIRST_START_TIMEOUT].map(secs).to_vec()
+}

@@ -31,13 +31,12 @@ use crate::upstream::{self, Upstream};
 
 use crate::manifest::Expect::{No, Yes};
 use crate::manifest::{Capability, Row};
-use crate::probes::checklist::DEPARTURES;
-use crate::probes::checklist::{rule, secs, size, Rule};
+use crate::probes::checklist::{in_words, leak, rule, secs, size, Rule, DEPARTURES};
 use crate::probes::{probe, Module, Probe};
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.
-pub(super) const MODULE: Module = Module { probes: PROBES, row: Some(row), rules };
+pub(super) const MODULE: Module = Module { probes: PROBES, row: Some(row), rules, quoted };
 
 /// The checks, in the order the runner reports them.
 #[rustfmt::skip] // a table: one probe per line
@@ -68,17 +67,28 @@ fn row() -> Row {
             Yes,
             Yes,
         ],
-        note: Some(
-            "The probe has clients leave with a reset at five awkward moments: five during \
-                `GET /sleep?ms=4000` (`/stats` must stop counting them within 1 s); one with \
-                1.25 MiB of pipelined `GET /hello` behind a `GET /sleep?ms=5000`, more than the \
-                server buffers (`/stats` must stop counting it within 1 s too); one that \
-                pipelined twenty slow `/upstream/` requests, while the first is being fetched \
-                (the upstream must get no second one); thirty that each pipelined 16 KiB of `GET \
-                /sleep?ms=10000` (the server must give their descriptors back within 1.5 s); and, \
-                where the server has `--upstream-limit`, five waiting in line for the upstream \
+        note: Some(leak(format!(
+            "The probe has clients leave with a reset at five awkward moments: {} during \
+                `GET /sleep?ms={}` (`/stats` must stop counting them within {}); one with \
+                {} MiB of pipelined `GET /hello` behind a `GET /sleep?ms={}`, more than the \
+                server buffers (`/stats` must stop counting it within {} too); one that \
+                pipelined {} slow `/upstream/` requests, while the first is being fetched \
+                (the upstream must get no second one); thirty that each pipelined {} of `GET \
+                /sleep?ms={}` (the server must give their descriptors back within {}); and, \
+                where the server has `--upstream-limit`, {} waiting in line for the upstream \
                 (a client that comes after them must not wait for their turns).",
-        ),
+            in_words(SLEEPERS),
+            SLEEPERS_SLEEP.as_millis(),
+            secs(GONE_WITHIN),
+            FULL_PIPELINE_BYTES as f64 / f64::from(1 << 20),
+            FULL_SLEEP_MS,
+            secs(GONE_WITHIN),
+            in_words(PIPELINED_FETCHES),
+            size(PIPELINE_BYTES as u64),
+            PIPELINED_SLEEP_MS,
+            secs(DESCRIPTORS_BACK_WITHIN),
+            in_words(IN_LINE),
+        ))),
     }
 }
 // ANCHOR_END: row
@@ -114,6 +124,8 @@ pub(super) const PIPELINED_SLEEP_MS: u64 = 10_000;
 pub(super) const DESCRIPTORS_BACK_WITHIN: Duration = Duration::from_millis(1500);
 /// The clients that wait in line for the upstream (`--upstream-limit 1`) and leave, and
 /// how many slow requests each has pipelined.
+/// The `--upstream-limit` step 4 starts its server with: one fetch at a time.
+const UPSTREAM_LIMIT: &str = "1";
 pub(super) const IN_LINE: usize = 5;
 pub(super) const IN_LINE_PIPELINED: usize = 4;
 /// How long a client that comes after them may wait for its own fetch. The fetch under way
@@ -452,7 +464,7 @@ fn line_leaves(target: &Target) -> Result<Option<String>, Stop> {
     if !usage.contains("--upstream-limit") {
         return Ok(None);
     }
-    let mut flags = vec![("--upstream-limit", "1".to_string())];
+    let mut flags = vec![("--upstream-limit", UPSTREAM_LIMIT.to_string())];
     if usage.contains("--threads") {
         flags.push(("--threads", "1".to_string()));
     }
@@ -550,10 +562,36 @@ fn rules() -> Vec<Rule> {
             FULL_SLEEP_MS, size(FULL_PIPELINE_BYTES as u64), size(FULL_READ), secs(GONE_WITHIN))),
         rule("departing_clients", DEPARTURES, format!(
             "Only where `--help` lists `--upstream-limit` (a flag nobody must have): started \
-             with `--upstream-limit 1`, {} clients each pipeline {} slow upstream requests and \
+             with `--upstream-limit {}`, {} clients each pipeline {} slow upstream requests and \
              reset while one is fetched; a client that comes after them has its fetch within \
              {}.",
-            IN_LINE, IN_LINE_PIPELINED, secs(AFTER_THE_LINE_WITHIN))),
+            UPSTREAM_LIMIT, IN_LINE, IN_LINE_PIPELINED, secs(AFTER_THE_LINE_WITHIN))),
     ]
 }
 // ANCHOR_END: rules
+
+/// This module's constants as its texts quote them (see `Module::quoted`).
+fn quoted() -> Vec<String> {
+    vec![
+        FIRST_SLEEP.as_millis().to_string(),
+        SLEEPERS.to_string(),
+        SLEEPERS_SLEEP.as_millis().to_string(),
+        secs(GONE_WITHIN),
+        PIPELINED_FETCHES.to_string(),
+        FETCH.as_millis().to_string(),
+        secs(UPSTREAM_WATCH),
+        PIPELINERS.to_string(),
+        size(PIPELINE_BYTES as u64),
+        PIPELINED_SLEEP_MS.to_string(),
+        secs(DESCRIPTORS_BACK_WITHIN),
+        LAZY_DESCRIPTORS.to_string(),
+        FULL_SLEEP_MS.to_string(),
+        size(FULL_PIPELINE_BYTES as u64),
+        (FULL_PIPELINE_BYTES as f64 / f64::from(1 << 20)).to_string(),
+        size(FULL_READ),
+        UPSTREAM_LIMIT.to_string(),
+        IN_LINE.to_string(),
+        IN_LINE_PIPELINED.to_string(),
+        secs(AFTER_THE_LINE_WITHIN),
+    ]
+}

@@ -24,14 +24,13 @@ use crate::server::{Options, Server};
 
 use crate::manifest::Expect::{No, Yes};
 use crate::manifest::Row;
-use crate::probes::checklist::CONNECTIONS_TOPIC;
-use crate::probes::checklist::{rule, secs, size, Rule};
+use crate::probes::checklist::{in_words, leak, rule, secs, size, times, Rule, CONNECTIONS_TOPIC};
 use crate::probes::pid;
 use crate::probes::{probe, Module, Probe};
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.
-pub(super) const MODULE: Module = Module { probes: PROBES, row: Some(row), rules };
+pub(super) const MODULE: Module = Module { probes: PROBES, row: Some(row), rules, quoted };
 
 /// The checks, in the order the runner reports them.
 #[rustfmt::skip] // a table: one probe per line
@@ -63,22 +62,30 @@ fn row() -> Row {
                 Yes,
                 Yes,
             ],
-            note: Some(
+            note: Some(leak(format!(
                 "The probe has one client write `GET /hello` after `GET /hello` on one \
-                connection for about two seconds while it reads the answers, and meanwhile \
-                sends `GET /hello` eight times from new connections: each must be answered \
-                within 1 s (a loop that gives each connection a bounded share of its turn \
+                connection for about {} seconds while it reads the answers, and meanwhile \
+                sends `GET /hello` {} times from new connections: each must be answered \
+                within {} (a loop that gives each connection a bounded share of its turn \
                 answers in a millisecond or two), and the flooding client must go on being \
                 answered too. Chapter 9 runs with `--threads 1` for it: with two loops, a \
                 client that lands on the loop the flood leaves alone is served by luck. \
-                `flood_behind_a_wait` has one client pipeline 1 MiB of `GET /hello`, twice as it \
-                is and twice behind a `GET /sleep?ms=100`, and compares the server's CPU time per \
-                request (from `/proc`): behind the wait it may be at most twice as much. A server \
+                `flood_behind_a_wait` has one client pipeline {} of `GET /hello`, {} as it \
+                is and {} behind a `GET /sleep?ms={}`, and compares the server's CPU time per \
+                request (from `/proc`): behind the wait it may be at most {} as much. A server \
                 that moves the piled-up megabyte for every request answered pays four to five \
                 times as much in a debug build (the suite's), sixteen to eighteen times in a \
                 release build, while everyone else waits; a cost, not the others' wait, because in a debug build a loop \
                 that answers the whole megabyte in one turn keeps them waiting almost as long.",
-            ),
+                in_words((FLOOD_OTHERS_EVERY * FLOOD_OTHERS as u32).as_secs() as usize),
+                in_words(FLOOD_OTHERS),
+                secs(FLOOD_PROMPTLY),
+                size(ROUND_BYTES as u64),
+                times(ROUNDS_EACH),
+                times(ROUNDS_EACH),
+                WAIT_IN_FRONT_MS,
+                times(COST_BEHIND_A_WAIT_BOUND as usize),
+            ))),
     }
 }
 // ANCHOR_END: row
@@ -531,3 +538,16 @@ fn rules() -> Vec<Rule> {
     ]
 }
 // ANCHOR_END: rules
+
+/// This module's constants as its texts quote them (see `Module::quoted`).
+fn quoted() -> Vec<String> {
+    vec![
+        FLOOD_WARM_UP.to_string(),
+        FLOOD_OTHERS.to_string(),
+        secs(FLOOD_OTHERS_EVERY),
+        secs(FLOOD_PROMPTLY),
+        size(ROUND_BYTES as u64),
+        WAIT_IN_FRONT_MS.to_string(),
+        COST_BEHIND_A_WAIT_BOUND.to_string(),
+    ]
+}

@@ -26,13 +26,12 @@ use super::WHOLE_BODY_WITHIN;
 use crate::manifest::Expect::{No, Yes};
 use crate::manifest::Row;
 use crate::probes::checklist::Applies::{With, Without};
-use crate::probes::checklist::SHUTDOWN;
-use crate::probes::checklist::{rule, rule_if, secs, Rule};
+use crate::probes::checklist::{leak, rule, rule_if, secs, Rule, SHUTDOWN};
 use crate::probes::{probe, Module, Probe};
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.
-pub(super) const MODULE: Module = Module { probes: PROBES, row: Some(row), rules };
+pub(super) const MODULE: Module = Module { probes: PROBES, row: Some(row), rules, quoted };
 
 /// The checks, in the order the runner reports them.
 #[rustfmt::skip] // a table: one probe per line
@@ -62,13 +61,16 @@ fn row() -> Row {
             Yes,
             Yes,
         ],
-        note: Some(
+        note: Some(leak(format!(
             "`graceful_shutdown` holds a big response in flight after SIGTERM (its client \
-                reads none of it), and meanwhile a new client connects every 0.2 s: from 1 s \
+                reads none of it), and meanwhile a new client connects every {}: from {} \
                 after the signal on, each must be refused, and before, one let in must be \
-                answered. Chapters 9 and 10 run with `--threads 2` for it: every loop must stop \
+                answered. Chapters 9 and 10 run with `--threads {}` for it: every loop must stop \
                 accepting, not only the one the signal reached.",
-        ),
+            secs(NEWCOMERS_EVERY),
+            secs(REFUSED_WITHIN),
+            LOOPS,
+        ))),
     }
 }
 // ANCHOR_END: row
@@ -78,6 +80,9 @@ fn row() -> Row {
 /// `GET /hello` in a millisecond), and from when on each must be refused: at once, in
 /// fact (our chapters refuse the first, 0.2 s after the signal); the margin is for a busy
 /// machine, where the signal may take a while to reach the loops.
+/// How many loops [`graceful_shutdown`] asks for (`--threads`, where a chapter has it):
+/// more than one, so that every loop must stop accepting, not only the signal's.
+pub(super) const LOOPS: &str = "2";
 pub(super) const NEWCOMERS: usize = 7;
 pub(super) const NEWCOMERS_EVERY: Duration = Duration::from_millis(200);
 pub(super) const NEWCOMER_ANSWERED_WITHIN: Duration = Duration::from_secs(2);
@@ -99,7 +104,7 @@ pub fn graceful_shutdown(target: &Target) -> Probed {
     let site = make_site(site::stuck_response_size())?;
     let mut server = target.start(Options {
         root: Some(site.root.clone()),
-        if_supported: vec![("--threads", "2".into())],
+        if_supported: vec![("--threads", LOOPS.into())],
         ..Options::default()
     })?;
     let (mut client, already) = start_big_download(&server, &site)?;
@@ -359,9 +364,9 @@ fn rules() -> Vec<Rule> {
         rule("graceful_shutdown", SHUTDOWN, format!(
             "After that SIGTERM, while the download goes on, {} new clients try to connect, {} \
              apart: from {} after the signal, every one is refused (the listener closed, on \
-             every loop: `--threads 2` where accepted); one that gets in before must be \
+             every loop: `--threads {}` where accepted); one that gets in before must be \
              answered within {}.",
-            NEWCOMERS, secs(NEWCOMERS_EVERY), secs(REFUSED_WITHIN), secs(NEWCOMER_ANSWERED_WITHIN))),
+            NEWCOMERS, secs(NEWCOMERS_EVERY), secs(REFUSED_WITHIN), LOOPS, secs(NEWCOMER_ANSWERED_WITHIN))),
         rule("graceful_shutdown", SHUTDOWN, format!(
             "SIGTERM while a big download is in flight: stop accepting, send the rest of the \
              answer whole, and exit with status 0 within {} of the client having it all. \
@@ -384,3 +389,18 @@ fn rules() -> Vec<Rule> {
     ]
 }
 // ANCHOR_END: rules
+
+/// This module's constants as its texts quote them (see `Module::quoted`).
+fn quoted() -> Vec<String> {
+    vec![
+        NEWCOMERS.to_string(),
+        secs(NEWCOMERS_EVERY),
+        secs(REFUSED_WITHIN),
+        secs(NEWCOMER_ANSWERED_WITHIN),
+        LOOPS.to_string(),
+        secs(GRACE_PERIOD),
+        secs(PROMPT_EXIT),
+        SLEEP_AT_SHUTDOWN.as_millis().to_string(),
+        secs(SLEEP_AT_SHUTDOWN + TIMEOUT_SLACK),
+    ]
+}

@@ -17,13 +17,12 @@ use crate::server::Server;
 
 use crate::manifest::Expect::{No, Yes};
 use crate::manifest::Row;
-use crate::probes::checklist::CONNECTIONS_TOPIC;
-use crate::probes::checklist::{rule, size, Rule};
+use crate::probes::checklist::{rule, size, Rule, CONNECTIONS_TOPIC};
 use crate::probes::{probe, Module, Probe};
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.
-pub(super) const MODULE: Module = Module { probes: PROBES, row: Some(row), rules };
+pub(super) const MODULE: Module = Module { probes: PROBES, row: Some(row), rules, quoted };
 
 /// The checks, in the order the runner reports them.
 #[rustfmt::skip] // a table: one probe per line
@@ -203,7 +202,8 @@ pub fn pipelining(target: &Target) -> Probed {
     // it stops reading until the wait is over, then reads on, and answers every one. (A
     // server that stops reading by cancelling a multishot receive once took that cancel
     // for an error, and reset the connection a third of the way through.)
-    let what = format!("{} MiB of GET /hello pipelined behind a GET /sleep?ms=200", BEHIND >> 20);
+    let what =
+        format!("{} MiB of GET /hello pipelined behind a GET /sleep?ms={WAIT_MS}", BEHIND >> 20);
     let answered = answer_count_behind_a_wait(&server, &what)?;
     let expected = BEHIND / HELLO_REQUEST.len() + 1;
     check!(answered == expected, "{what}: {answered} of {expected} answers came");
@@ -231,6 +231,8 @@ pub fn pipelining(target: &Target) -> Probed {
 /// How much [`pipelining`] sends behind a wait: more than a server reads while a request
 /// waits (our chapters' `MAX_PENDING`, 1 MiB), so that it must stop reading and read on.
 pub(super) const BEHIND: usize = 2 << 20;
+/// How long the request in front of them waits (`GET /sleep?ms=WAIT_MS`).
+const WAIT_MS: u64 = 200;
 const HELLO_REQUEST: &[u8] = b"GET /hello HTTP/1.1\r\nHost: suite\r\n\r\n";
 
 /// Sends `GET /sleep?ms=200` and [`BEHIND`] bytes of `GET /hello` in one go (from a thread
@@ -240,7 +242,7 @@ fn answer_count_behind_a_wait(server: &Server, what: &str) -> Result<usize, Stop
     let connect = |error| broken(format!("{what}: cannot connect: {error}"));
     let stream = std::net::TcpStream::connect(server.address).map_err(connect)?;
     let mut writer = stream.try_clone().map_err(connect)?;
-    let mut requests = get("/sleep?ms=200");
+    let mut requests = get(&format!("/sleep?ms={WAIT_MS}"));
     requests.extend(HELLO_REQUEST.repeat(BEHIND / HELLO_REQUEST.len()));
     let sender = thread::spawn(move || std::io::Write::write_all(&mut writer, &requests));
     stream.set_read_timeout(Some(PATIENCE)).map_err(connect)?;
@@ -283,10 +285,15 @@ fn rules() -> Vec<Rule> {
             "A request that arrives while a big answer (a file) is still being sent is kept, and \
              answered after it.".to_string()),
         rule("pipelining", CONNECTIONS_TOPIC, format!(
-            "{} of `GET /hello` pipelined behind a `GET /sleep?ms=200`, more than a server need \
+            "{} of `GET /hello` pipelined behind a `GET /sleep?ms={}`, more than a server need \
              keep unread while the sleep waits: every one is answered, in one connection. Stop \
              reading when too much waits, and read on after.",
-            size(BEHIND as u64))),
+            size(BEHIND as u64), WAIT_MS)),
     ]
 }
 // ANCHOR_END: rules
+
+/// This module's constants as its texts quote them (see `Module::quoted`).
+fn quoted() -> Vec<String> {
+    vec![size(BEHIND as u64), WAIT_MS.to_string()]
+}

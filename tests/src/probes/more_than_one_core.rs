@@ -27,13 +27,12 @@ use crate::server::{Options, Server};
 use crate::manifest::Expect::{No, Yes};
 use crate::manifest::{Capability, Row};
 use crate::probes::checklist::Applies::Without;
-use crate::probes::checklist::LOOPS;
-use crate::probes::checklist::{rule, rule_if, Rule};
+use crate::probes::checklist::{in_words, leak, rule, rule_if, Rule, LOOPS};
 use crate::probes::{probe, Module, Probe};
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.
-pub(super) const MODULE: Module = Module { probes: PROBES, row: Some(row), rules };
+pub(super) const MODULE: Module = Module { probes: PROBES, row: Some(row), rules, quoted };
 
 /// The checks, in the order the runner reports them.
 #[rustfmt::skip] // a table: one probe per line
@@ -68,14 +67,17 @@ fn row() -> Row {
             Yes,
             Yes,
         ],
-        note: Some(
-            "The probe starts the server with `--threads 2` and sends `GET /hello` four times \
-                on each of 32 connections; the kernel's `SO_REUSEPORT` hash hands each connection \
+        note: Some(leak(format!(
+            "The probe starts the server with `--threads {}` and sends `GET /hello` {} times \
+                on each of {} connections; the kernel's `SO_REUSEPORT` hash hands each connection \
                 to one of the two loops. `/stats` must then show at least two `thread N \
                 requests_served M` lines with M above 0, adding up to `requests_served`. On Linux \
                 the probe also reads each thread's CPU time in `/proc/PID/task/`: at least two \
                 threads must have done a good share of the work.",
-        ),
+            THREADS,
+            in_words(REQUESTS_EACH),
+            CONNECTIONS,
+        ))),
     }
 }
 // ANCHOR_END: row
@@ -349,6 +351,16 @@ fn rules() -> Vec<Rule> {
     ]
 }
 // ANCHOR_END: rules
+
+/// This module's constants as its texts quote them (see `Module::quoted`).
+fn quoted() -> Vec<String> {
+    vec![
+        THREADS.to_string(),
+        CONNECTIONS.to_string(),
+        REQUESTS_EACH.to_string(),
+        format!("{}", (SERVING_SHARE * 100.0).round()),
+    ]
+}
 
 #[cfg(test)]
 mod tests {

@@ -21,13 +21,12 @@ use crate::server::Server;
 use crate::manifest::Expect::{No, Yes};
 use crate::manifest::Row;
 use crate::probes::checklist::Applies::With;
-use crate::probes::checklist::WAITING;
-use crate::probes::checklist::{rule, rule_if, secs, Rule};
+use crate::probes::checklist::{rule, rule_if, secs, Rule, WAITING};
 use crate::probes::{probe, Module, Probe};
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.
-pub(super) const MODULE: Module = Module { probes: PROBES, row: Some(row), rules };
+pub(super) const MODULE: Module = Module { probes: PROBES, row: Some(row), rules, quoted };
 
 /// The checks, in the order the runner reports them.
 #[rustfmt::skip] // a table: one probe per line
@@ -261,3 +260,14 @@ fn rules() -> Vec<Rule> {
     ]
 }
 // ANCHOR_END: rules
+
+/// This module's constants as its texts quote them (see `Module::quoted`).
+fn quoted() -> Vec<String> {
+    vec![
+        HOLDS_MS[0].to_string(),
+        HOLDS_MS[1].to_string(),
+        READY_REQUESTS.to_string(),
+        READY_SLEEP.as_millis().to_string(),
+        secs(READY_SLEEP),
+    ]
+}

@@ -17,13 +17,12 @@ use crate::site::{self};
 use super::sleep_and_upstream::{served_while_busy, with_longer_holds, HOLDS_MS};
 use crate::manifest::Expect::{No, Yes};
 use crate::manifest::Row;
-use crate::probes::checklist::WAITING;
-use crate::probes::checklist::{rule, Rule};
+use crate::probes::checklist::{rule, Rule, WAITING};
 use crate::probes::{probe, Module, Probe};
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.
-pub(super) const MODULE: Module = Module { probes: PROBES, row: Some(row), rules };
+pub(super) const MODULE: Module = Module { probes: PROBES, row: Some(row), rules, quoted };
 
 /// The checks, in the order the runner reports them.
 #[rustfmt::skip] // a table: one probe per line
@@ -100,3 +99,8 @@ fn rules() -> Vec<Rule> {
     ]
 }
 // ANCHOR_END: rules
+
+/// This module's constants as its texts quote them (see `Module::quoted`).
+fn quoted() -> Vec<String> {
+    vec![HOLDS_MS[0].to_string()]
+}

@@ -22,14 +22,13 @@ use crate::server::Options;
 use crate::manifest::Expect::{No, Yes};
 use crate::manifest::Row;
 use crate::probes::checklist::Applies::With;
-use crate::probes::checklist::{rule, rule_if, secs, Rule};
-use crate::probes::checklist::{FLOODS, TIMEOUTS};
+use crate::probes::checklist::{rule, rule_if, secs, Rule, FLOODS, TIMEOUTS};
 use crate::probes::{pid, still_running, takes_everyone, wait_for_descriptors, BACKLOG_NOTE};
 use crate::probes::{probe, Module, Probe};
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.
-pub(super) const MODULE: Module = Module { probes: PROBES, row: Some(row), rules };
+pub(super) const MODULE: Module = Module { probes: PROBES, row: Some(row), rules, quoted };
 
 /// The checks, in the order the runner reports them.
 #[rustfmt::skip] // a table: one probe per line
@@ -329,3 +328,14 @@ fn rules() -> Vec<Rule> {
     ]
 }
 // ANCHOR_END: rules
+
+/// This module's constants as its texts quote them (see `Module::quoted`).
+fn quoted() -> Vec<String> {
+    vec![
+        SLOWLORIS_FD_LIMIT.to_string(),
+        SLOWLORIS_HEADER_TIMEOUT.to_string(),
+        SLOWLORIS_CLIENTS.to_string(),
+        secs(BYTE_EVERY),
+        secs(SLOWLORIS_PATIENCE),
+    ]
+}

@@ -24,14 +24,13 @@ use crate::server::{Options, Server};
 
 use crate::manifest::Expect::{No, Yes};
 use crate::manifest::Row;
-use crate::probes::checklist::CONNECTIONS_TOPIC;
-use crate::probes::checklist::{count, rule, secs, size, Rule};
+use crate::probes::checklist::{count, leak, rule, secs, size, Rule, CONNECTIONS_TOPIC};
 use crate::probes::{pid, wait_for_descriptors};
 use crate::probes::{probe, Module, Probe};
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.
-pub(super) const MODULE: Module = Module { probes: PROBES, row: Some(row), rules };
+pub(super) const MODULE: Module = Module { probes: PROBES, row: Some(row), rules, quoted };
 
 /// The checks, in the order the runner reports them.
 #[rustfmt::skip] // a table: one probe per line
@@ -69,13 +68,14 @@ fn row() -> Row {
                 Yes,
                 Yes,
             ],
-            note: Some(
+            note: Some(leak(format!(
                 "The probe times `GET /hello` after `GET /hello` on one connection, first with no \
-                other client connected and then with 10,000 idle ones, and compares the two: \
+                other client connected and then with {} idle ones, and compares the two: \
                 with epoll the second run takes at most about twice as long, with `poll(2)` a \
                 hundred times as long and more. Chapter 7 is also run with `--backend poll`, which must show the \
                 slowdown, or the probe could not tell the two apart.",
-            ),
+                count(IDLE_CLIENTS),
+            ))),
     }
 }
 // ANCHOR_END: row
@@ -465,3 +465,16 @@ fn rules() -> Vec<Rule> {
     ]
 }
 // ANCHOR_END: rules
+
+/// This module's constants as its texts quote them (see `Module::quoted`).
+fn quoted() -> Vec<String> {
+    vec![
+        count(IDLE_CLIENTS),
+        count(IDLE_BATCH),
+        size(IDLE_MEMORY_BOUND),
+        secs(TEN_THOUSAND_TIMEOUTS),
+        count(2 * IDLE_CLIENTS),
+        BUSY_ROUND.to_string(),
+        SLOWDOWN_BOUND.to_string(),
+    ]
+}

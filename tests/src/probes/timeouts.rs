@@ -25,13 +25,12 @@ use crate::site::{self, first_difference};
 
 use crate::manifest::Expect::{No, Yes};
 use crate::manifest::Row;
-use crate::probes::checklist::TIMEOUTS;
-use crate::probes::checklist::{rule, secs, Rule};
+use crate::probes::checklist::{rule, secs, Rule, TIMEOUTS};
 use crate::probes::{probe, Module, Probe};
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.
-pub(super) const MODULE: Module = Module { probes: PROBES, row: Some(row), rules };
+pub(super) const MODULE: Module = Module { probes: PROBES, row: Some(row), rules, quoted };
 
 /// The checks, in the order the runner reports them.
 #[rustfmt::skip] // a table: one probe per line
@@ -488,3 +487,21 @@ fn rules() -> Vec<Rule> {
     ]
 }
 // ANCHOR_END: rules
+
+/// This module's constants as its texts quote them (see `Module::quoted`).
+fn quoted() -> Vec<String> {
+    vec![
+        flag_seconds(TIMEOUT_UNDER_TEST),
+        flag_seconds(HEADER_PROBE_KEEP_ALIVE),
+        secs(TIMEOUT_UNDER_TEST),
+        secs(TIMEOUT_UNDER_TEST - TIMEOUT_EARLY),
+        secs(TIMEOUT_UNDER_TEST + TIMEOUT_SLACK),
+        secs(TIMEOUT_UNDER_TEST * 2),
+        secs(TIMEOUT_UNDER_TEST / 5),
+        flag_seconds(ODD_TIMEOUT),
+        ODD_SLEEPS_MS.len().to_string(),
+        ODD_SLEEPS_MS.map(|ms| ms.to_string()).join(", "),
+        WAIT_TURNS_BOUND.to_string(),
+        secs(WAIT_CPU_BOUND),
+    ]
+}

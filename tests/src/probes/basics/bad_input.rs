@@ -15,13 +15,12 @@ use crate::server::Server;
 use crate::site::{self, first_difference};
 
 use crate::manifest::Capability;
-use crate::probes::checklist::{rule, secs, Rule};
-use crate::probes::checklist::{FAULTS, READING};
+use crate::probes::checklist::{rule, secs, Rule, FAULTS, READING};
 use crate::probes::{probe, Module, Probe};
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.
-pub(crate) const MODULE: Module = Module { probes: PROBES, row: None, rules };
+pub(crate) const MODULE: Module = Module { probes: PROBES, row: None, rules, quoted };
 
 /// The checks, in the order the runner reports them.
 #[rustfmt::skip] // a table: one probe per line
@@ -153,6 +152,10 @@ fn vanish(server: &Server) -> Result<(), Stop> {
     Ok(())
 }
 
+/// How many connections [`serves_after_abuse`]'s `/stats` may count once every other
+/// client has gone: its own.
+const ASKING: u64 = 1;
+
 /// Everything above on one server, and then: does it still serve, and has it let go of
 /// every connection (no leak in its connection table)?
 pub fn serves_after_abuse(target: &Target) -> Probed {
@@ -171,7 +174,7 @@ pub fn serves_after_abuse(target: &Target) -> Probed {
     loop {
         let stats = exchange(&server, &get("/stats"))?;
         match stats_value(&stats, "connections_open") {
-            Some(count) if count <= 1 => return Ok(Outcome::Works),
+            Some(count) if count <= ASKING => return Ok(Outcome::Works),
             Some(count) if Instant::now() >= deadline => {
                 return Err(broken(format!(
                     "after every client left, /stats still shows connections_open {count} \
@@ -208,11 +211,16 @@ fn rules() -> Vec<Rule> {
              after a whole request, during a `/sleep`, mid body) cost nothing.".to_string()),
         rule("serves_after_abuse", FAULTS, format!(
             "After the corpus, resets and vanishing clients on one server, it still serves (a \
-             `GET /hello`), and within {} of that, `/stats` says `connections_open` 1 or less \
+             `GET /hello`), and within {} of that, `/stats` says `connections_open` {} or less \
              (the connection asking): no connection is leaked. A connection counts until \
              it is really closed, so one still lingering after a refusal (your side shut, \
              waiting for the client's close) must be gone within those {} too.",
-            secs(PATIENCE), secs(PATIENCE))),
+            secs(PATIENCE), ASKING, secs(PATIENCE))),
     ]
 }
 // ANCHOR_END: rules
+
+/// This module's constants as its texts quote them (see `Module::quoted`).
+fn quoted() -> Vec<String> {
+    vec![ASKING.to_string()]
+}

@@ -37,13 +37,12 @@ use crate::probes::{
 use crate::server::Server;
 
 use crate::manifest::Capability;
-use crate::probes::checklist::READING;
-use crate::probes::checklist::{rule, secs, size, Rule};
+use crate::probes::checklist::{count, rule, secs, size, Rule, READING};
 use crate::probes::{probe, Module, Probe};
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.
-pub(crate) const MODULE: Module = Module { probes: PROBES, row: None, rules };
+pub(crate) const MODULE: Module = Module { probes: PROBES, row: None, rules, quoted };
 
 /// The checks, in the order the runner reports them.
 #[rustfmt::skip] // a table: one probe per line
@@ -516,6 +515,11 @@ fn rules() -> Vec<Rule> {
     ]
 }
 // ANCHOR_END: rules
+
+/// This module's constants as its texts quote them (see `Module::quoted`).
+fn quoted() -> Vec<String> {
+    vec![count(corpus().len()), size(HEAD_LIMIT as u64), HEADER_LINES_LIMIT.to_string()]
+}
 
 #[cfg(test)]
 mod tests {

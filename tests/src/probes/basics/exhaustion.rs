@@ -26,14 +26,13 @@ use crate::resources::{self, growth_note, mebibytes};
 use crate::server::{Options, Server};
 
 use crate::probes::checklist::Applies::With;
-use crate::probes::checklist::FLOODS;
-use crate::probes::checklist::{rule, rule_if, secs, size, Rule};
+use crate::probes::checklist::{rule, rule_if, secs, size, Rule, FLOODS};
 use crate::probes::{pid, still_running, takes_everyone, wait_for_descriptors, BACKLOG_NOTE};
 use crate::probes::{probe, Module, Probe};
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.
-pub(super) const MODULE: Module = Module { probes: PROBES, row: None, rules };
+pub(super) const MODULE: Module = Module { probes: PROBES, row: None, rules, quoted };
 
 /// The checks, in the order the runner reports them.
 #[rustfmt::skip] // a table: one probe per line
@@ -323,3 +322,19 @@ fn rules() -> Vec<Rule> {
     ]
 }
 // ANCHOR_END: rules
+
+/// This module's constants as its texts quote them (see `Module::quoted`).
+fn quoted() -> Vec<String> {
+    vec![
+        FLOOD_FD_LIMIT.to_string(),
+        FLOOD_CLIENTS.to_string(),
+        secs(MAX_CPU_WHILE_FLOODED),
+        secs(CPU_WINDOW),
+        LAZY_DESCRIPTORS.to_string(),
+        size(PIPELINE_BYTES as u64),
+        size(PIPELINE_GROWTH_BOUND),
+        secs(PUSHED_BACK_AFTER),
+        TRICKLE_PIECE.to_string(),
+        secs(TRICKLE_FOR),
+    ]
+}

@@ -42,13 +42,12 @@ use crate::server::{Options, Server};
 use crate::site::{self, first_difference};
 
 use crate::probes::checklist::Applies::With;
-use crate::probes::checklist::{count, listed, rule, rule_if, secs, Rule};
-use crate::probes::checklist::{FAULTS, SHUTDOWN};
+use crate::probes::checklist::{count, listed, rule, rule_if, secs, Rule, FAULTS, SHUTDOWN};
 use crate::probes::{probe, Module, Probe};
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.
-pub(crate) const MODULE: Module = Module { probes: PROBES, row: None, rules };
+pub(crate) const MODULE: Module = Module { probes: PROBES, row: None, rules, quoted };
 
 /// The checks, in the order the runner reports them.
 #[rustfmt::skip] // a table: one probe per line
@@ -491,3 +490,8 @@ fn rules() -> Vec<Rule> {
     ]
 }
 // ANCHOR_END: rules
+
+/// This module's constants as its texts quote them (see `Module::quoted`).
+fn quoted() -> Vec<String> {
+    vec![URGENT_SLEEP_MS.to_string(), secs(URGENT_ANSWER_WITHIN), count(UNREAD_STDERR_REQUESTS)]
+}

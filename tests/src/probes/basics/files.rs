@@ -14,13 +14,12 @@ use crate::site::{self, first_difference};
 
 use super::routes::content_type;
 use crate::probes::checklist::Applies::With;
-use crate::probes::checklist::{rule, rule_if, secs, Rule};
-use crate::probes::checklist::{ROUTES, SHUTDOWN};
+use crate::probes::checklist::{rule, rule_if, secs, Rule, ROUTES, SHUTDOWN};
 use crate::probes::{probe, Module, Probe};
 
 /// What this module brings the suite: its checks and its rules on the checklist (the row
 /// is `basics/mod.rs`'s).
-pub(crate) const MODULE: Module = Module { probes: PROBES, row: None, rules };
+pub(crate) const MODULE: Module = Module { probes: PROBES, row: None, rules, quoted };
 
 /// The checks, in the order the runner reports them.
 #[rustfmt::skip] // a table: one probe per line
@@ -265,3 +264,8 @@ fn rules() -> Vec<Rule> {
     ]
 }
 // ANCHOR_END: rules
+
+/// This module's constants as its texts quote them (see `Module::quoted`).
+fn quoted() -> Vec<String> {
+    vec![secs(FIFO_PROMPTLY)]
+}

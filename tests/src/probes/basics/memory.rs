@@ -26,15 +26,14 @@ use crate::probes::{
 use crate::resources::{self, growth_note, mebibytes};
 use crate::server::{Options, Server};
 
-use crate::probes::checklist::FLOODS;
-use crate::probes::checklist::{count, rule, secs, size, Rule};
+use crate::probes::checklist::{count, rule, secs, size, Rule, FLOODS};
 use crate::probes::ten_thousand_idle::ten_thousand_server;
 use crate::probes::{pid, takes_everyone};
 use crate::probes::{probe, Module, Probe};
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.
-pub(super) const MODULE: Module = Module { probes: PROBES, row: None, rules };
+pub(super) const MODULE: Module = Module { probes: PROBES, row: None, rules, quoted };
 
 /// The checks, in the order the runner reports them.
 #[rustfmt::skip] // a table: one probe per line
@@ -123,6 +122,8 @@ pub fn idle_buffers_given_back(target: &Target) -> Probed {
 pub(crate) const BURST_CLIENTS: usize = 2000;
 pub(crate) const BURST_BODY: usize = 12 * 1024;
 pub(crate) const BURST_GROWTH_BOUND: u64 = 4 << 20;
+/// That bound shared among the clients, in whole KiB, as the checklist says it.
+const BURST_PER_CLIENT: u64 = BURST_GROWTH_BOUND / BURST_CLIENTS as u64 / 1024 * 1024;
 /// How many of them connect before they wait for their first answers: well within the
 /// kernel's queue of connections the server has not accepted yet (ours ask for 1024).
 const BURST_BATCH: usize = 500;
@@ -447,10 +448,11 @@ fn rules() -> Vec<Rule> {
             "{} clients connect, each asks `GET /hello` and falls idle (the timeouts are long): \
              that is the baseline. The server is stopped (SIGSTOP), each sends a {} `POST /echo`, \
              it goes on (SIGCONT), and all read their answers and fall idle again: within {}, \
-             its resident memory is at most {} over the baseline, about 2 KiB a client. An idle \
+             its resident memory is at most {} over the baseline, about {} a client. An idle \
              connection holds no receive or send buffer. (A server without keep-alive has no \
              idle clients, and passes at once.)",
-            count(BURST_CLIENTS), size(BURST_BODY as u64), secs(GIVEN_BACK_WITHIN), size(BURST_GROWTH_BOUND))),
+            count(BURST_CLIENTS), size(BURST_BODY as u64), secs(GIVEN_BACK_WITHIN), size(BURST_GROWTH_BOUND),
+            size(BURST_PER_CLIENT))),
         rule("burst_of_clients", FLOODS, format!(
             "The server is stopped (SIGSTOP), {} clients connect and send `GET /hello`, and it \
              goes on: all are answered, and `/stats`' `loop_turns` (0 where there is no loop) \
@@ -466,3 +468,24 @@ fn rules() -> Vec<Rule> {
     ]
 }
 // ANCHOR_END: rules
+
+/// This module's constants as its texts quote them (see `Module::quoted`).
+fn quoted() -> Vec<String> {
+    vec![
+        size(STORM_BODY as u64),
+        count(STORM_CLIENTS),
+        count(STORM_CLIENTS_ONE_AT_A_TIME),
+        secs(STORM_GIVEN_BACK_WITHIN),
+        size(STORM_GROWTH_BOUND),
+        count(BURST_CLIENTS),
+        size(BURST_BODY as u64),
+        secs(GIVEN_BACK_WITHIN),
+        size(BURST_GROWTH_BOUND),
+        size(BURST_PER_CLIENT),
+        BURST_OF.to_string(),
+        BURST_TURNS_BOUND.to_string(),
+        ECHO_CLIENTS.to_string(),
+        size(ECHO_BODY as u64),
+        size(ECHO_GROWTH_BOUND),
+    ]
+}

@@ -31,7 +31,7 @@ use crate::probes::Module;
 
 /// The row, then its parts, in the order the runner reports their checks.
 pub(super) const MODULES: [Module; 10] = [
-    Module { probes: &[], row: Some(row), rules: Vec::new },
+    Module { probes: &[], row: Some(row), rules: Vec::new, quoted },
     command_line::MODULE,
     routes::MODULE,
     files::MODULE,
@@ -72,3 +72,14 @@ fn row() -> Row {
     }
 }
 // ANCHOR_END: row
+
+/// The constants the row's note quotes (see `Module::quoted`).
+fn quoted() -> Vec<String> {
+    vec![
+        count(BURST_CLIENTS),
+        size(BURST_BODY as u64),
+        size(BURST_GROWTH_BOUND),
+        BURST_OF.to_string(),
+        BURST_TURNS_BOUND.to_string(),
+    ]
+}

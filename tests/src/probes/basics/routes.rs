@@ -13,13 +13,13 @@ use crate::probes::{
 use crate::site::{self, first_difference};
 
 use super::corpus::BODY_LIMIT;
-use crate::probes::checklist::ROUTES;
-use crate::probes::checklist::{listed, rule, size, Rule};
+use crate::probes::checklist::{count, listed, rule, size, Rule, ROUTES};
 use crate::probes::{probe, Module, Probe};
+use shared::app::MAX_SLEEP_MS;
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.
-pub(super) const MODULE: Module = Module { probes: PROBES, row: None, rules };
+pub(super) const MODULE: Module = Module { probes: PROBES, row: None, rules, quoted };
 
 /// The checks, in the order the runner reports them.
 #[rustfmt::skip] // a table: one probe per line
@@ -191,6 +191,11 @@ pub fn head_requests(target: &Target) -> Probed {
 }
 
 /// Paths that are no route (but one letter or slash away from one): each is a 404.
+/// The kernel's limits on a file name and on a path (Linux's `NAME_MAX` and `PATH_MAX`),
+/// which the two names [`not_found`] asks for exceed.
+const NAME_MAX: usize = 255;
+const PATH_MAX: usize = 4096;
+
 pub(crate) const NOT_FOUND: [&str; 6] =
     ["/nowhere", "/hello/", "/HELLO", "/files", "/upstreamx", "/stats/x"];
 
@@ -340,8 +345,8 @@ fn rules() -> Vec<Rule> {
              form `GET http://suite/hello HTTP/1.1`, and `GET /hello HTTP/1.0` with no `Host`.".to_string()),
         rule("sleep_route", ROUTES, format!(
             "`GET /sleep?ms=N`: 200 after at least N ms, the body `slept N ms` and a newline. \
-             400 for {}, and for `/sleep` with no `ms`: N is a whole number from 0 to 10000.",
-            listed(&bad_sleeps))),
+             400 for {}, and for `/sleep` with no `ms`: N is a whole number from 0 to {}.",
+            listed(&bad_sleeps), MAX_SLEEP_MS)),
         rule("stats_route", ROUTES,
             "`GET /stats`: 200, `text/plain`, a line `KEY N` (one space, N a whole number) for \
              each of `connections_open`, `requests_served`, `loop_turns`, `timers_pending` and \
@@ -355,10 +360,11 @@ fn rules() -> Vec<Rule> {
         rule("not_found", ROUTES, format!(
             "404 for {} (a folder-like route without its slash is no route), and for `OPTIONS *`.",
             listed(&NOT_FOUND))),
-        rule("not_found", ROUTES,
+        rule("not_found", ROUTES, format!(
             "404 for a file name the kernel finds too long (`ENAMETOOLONG`), as nginx answers: \
-             `GET /files/` with one name of over 255 bytes, and with a path of over 4,096 bytes \
-             made of shorter names (the head stays under its limit).".to_string()),
+             `GET /files/` with one name of over {} bytes, and with a path of over {} bytes \
+             made of shorter names (the head stays under its limit).",
+            NAME_MAX, count(PATH_MAX))),
         rule("method_not_allowed", ROUTES, format!(
             "405 for a known method on a route that does not take it, with an `Allow` that \
              lists exactly the route's methods, in any order: `GET, HEAD` for every route but \
@@ -386,3 +392,14 @@ fn rules() -> Vec<Rule> {
     ]
 }
 // ANCHOR_END: rules
+
+/// This module's constants as its texts quote them (see `Module::quoted`).
+fn quoted() -> Vec<String> {
+    vec![
+        listed(&BAD_SLEEPS),
+        MAX_SLEEP_MS.to_string(),
+        NAME_MAX.to_string(),
+        count(PATH_MAX),
+        size(BODY_LIMIT as u64),
+    ]
+}

@@ -15,13 +15,12 @@ use crate::upstream::{self, Upstream};
 
 use super::corpus::HEAD_LIMIT;
 use crate::probes::checklist::Applies::With;
-use crate::probes::checklist::UPSTREAM;
-use crate::probes::checklist::{rule, rule_if, secs, size, Rule};
+use crate::probes::checklist::{rule, rule_if, secs, size, Rule, UPSTREAM};
 use crate::probes::{probe, Module, Probe};
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.
-pub(super) const MODULE: Module = Module { probes: PROBES, row: None, rules };
+pub(super) const MODULE: Module = Module { probes: PROBES, row: None, rules, quoted };
 
 /// The checks, in the order the runner reports them.
 #[rustfmt::skip] // a table: one probe per line
@@ -257,3 +256,13 @@ fn rules() -> Vec<Rule> {
     ]
 }
 // ANCHOR_END: rules
+
+/// This module's constants as its texts quote them (see `Module::quoted`).
+fn quoted() -> Vec<String> {
+    vec![
+        secs(QUICKLY),
+        size(HEAD_LIMIT as u64),
+        secs(UPSTREAM_TIMEOUT),
+        secs(UPSTREAM_TIMEOUT_EARLIEST),
+    ]
+}
