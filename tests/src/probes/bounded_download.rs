@@ -10,18 +10,17 @@ use std::time::{Duration, Instant};
 
 use crate::client::{Client, ReadError};
 use crate::manifest::Capability;
-use crate::probes::{
-    broken, check, connect, exchange, expect_status, get, make_site, measured, needs_own_server,
-    seconds, sending, still_serves, Outcome, Probed, Target, PATIENCE,
-};
-use crate::resources::{self, growth_note, mebibytes};
-use crate::server::Options;
-
 use crate::manifest::Expect::{No, Yes};
 use crate::manifest::Row;
 use crate::probes::checklist::{leak, rule, size, Rule, FLOODS};
 use crate::probes::pid;
+use crate::probes::{
+    broken, check, connect, exchange, expect_status, get, make_site, measured, needs_own_server,
+    seconds, sending, still_serves, Outcome, Probed, Target, PATIENCE,
+};
 use crate::probes::{probe, Module, Probe};
+use crate::resources::{self, growth_note, mebibytes};
+use crate::server::Options;
 use shared::files::MAX_FILE;
 
 /// What this module brings the suite: its checks, its row of the capability table and
@@ -43,20 +42,20 @@ fn row() -> Row {
         chapters: [
             No(leak(format!(
                 "ch01 reads a file whole into memory before sending it: a download costs the \
-                    whole file, so files over {} are refused.",
+                whole file, so files over {} are refused.",
                 size(MAX_FILE)
             ))),
             No(leak(format!(
                 "ch02 reads a file whole into memory before sending it: every download in \
-                    flight holds its whole file, so files over {} are refused.",
+                flight holds its whole file, so files over {} are refused.",
                 size(MAX_FILE)
             ))),
             No("ch03 reads a file whole into memory before sending it: the file waits in the \
-                    connection's output buffer for as long as the client takes to read it."),
+                connection's output buffer for as long as the client takes to read it."),
             No("ch04 reads a file whole into memory before sending it: timers change when \
-                    the loop waits, not how much a download holds."),
+                the loop waits, not how much a download holds."),
             No("ch05 reads a file whole into memory before sending it: its promise of a \
-                    file's contents is a promise of all of them at once."),
+                file's contents is a promise of all of them at once."),
             Yes,
             Yes,
             Yes,

@@ -25,14 +25,13 @@ use super::{
     still_serves, until_read, with_upstream, Outcome, Probed, Stop, Target, PATIENCE,
 };
 use crate::kernel;
-use crate::resources;
-use crate::server::{Options, Server};
-use crate::upstream::{self, Upstream};
-
 use crate::manifest::Expect::{No, Yes};
 use crate::manifest::{Capability, Row};
 use crate::probes::checklist::{in_words, leak, rule, secs, size, Rule, DEPARTURES};
 use crate::probes::{probe, Module, Probe};
+use crate::resources;
+use crate::server::{Options, Server};
+use crate::upstream::{self, Upstream};
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.
@@ -52,12 +51,12 @@ fn row() -> Row {
         description: "a client that leaves stops costing at once, even mid-wait or mid-pipeline",
         chapters: [
             No("ch01 runs /sleep and /upstream/ as blocking calls: while it waits for a client \
-                    that has left, nothing else happens, not even noticing that it left."),
+                that has left, nothing else happens, not even noticing that it left."),
             No("ch02's poll loop blocks in /sleep and /upstream/ as well: the loop does not \
-                    turn while it waits, so a client that left is noticed only when the wait is \
-                    over."),
+                turn while it waits, so a client that left is noticed only when the wait is \
+                over."),
             No("ch03's event loop blocks in /sleep and /upstream/ too: no turn runs while it \
-                    waits, so nothing can notice that the client has gone until the wait ends."),
+                waits, so nothing can notice that the client has gone until the wait ends."),
             Yes,
             Yes,
             Yes,
@@ -69,14 +68,14 @@ fn row() -> Row {
         ],
         note: Some(leak(format!(
             "The probe has clients leave with a reset at five awkward moments: {} during \
-                `GET /sleep?ms={}` (`/stats` must stop counting them within {}); one with \
-                {} MiB of pipelined `GET /hello` behind a `GET /sleep?ms={}`, more than the \
-                server buffers (`/stats` must stop counting it within {} too); one that \
-                pipelined {} slow `/upstream/` requests, while the first is being fetched \
-                (the upstream must get no second one); thirty that each pipelined {} of `GET \
-                /sleep?ms={}` (the server must give their descriptors back within {}); and, \
-                where the server has `--upstream-limit`, {} waiting in line for the upstream \
-                (a client that comes after them must not wait for their turns).",
+            `GET /sleep?ms={}` (`/stats` must stop counting them within {}); one with \
+            {} MiB of pipelined `GET /hello` behind a `GET /sleep?ms={}`, more than the \
+            server buffers (`/stats` must stop counting it within {} too); one that \
+            pipelined {} slow `/upstream/` requests, while the first is being fetched \
+            (the upstream must get no second one); thirty that each pipelined {} of `GET \
+            /sleep?ms={}` (the server must give their descriptors back within {}); and, \
+            where the server has `--upstream-limit`, {} waiting in line for the upstream \
+            (a client that comes after them must not wait for their turns).",
             in_words(SLEEPERS),
             SLEEPERS_SLEEP.as_millis(),
             secs(GONE_WITHIN),

@@ -15,18 +15,17 @@ use std::time::{Duration, Instant};
 
 use crate::client::{Client, ReadError};
 use crate::manifest::Capability;
-use crate::probes::{
-    broken, check, connect, expect_status, finish_hello, get, measured, needs_own_server, seconds,
-    sending, Launch, Outcome, Probed, Stop, Target, PATIENCE,
-};
-use crate::resources::{self};
-use crate::server::{Options, Server};
-
 use crate::manifest::Expect::{No, Yes};
 use crate::manifest::Row;
 use crate::probes::checklist::{in_words, leak, rule, secs, size, times, Rule, CONNECTIONS_TOPIC};
 use crate::probes::pid;
+use crate::probes::{
+    broken, check, connect, expect_status, finish_hello, get, measured, needs_own_server, seconds,
+    sending, Launch, Outcome, Probed, Stop, Target, PATIENCE,
+};
 use crate::probes::{probe, Module, Probe};
+use crate::resources::{self};
+use crate::server::{Options, Server};
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.

@@ -11,23 +11,22 @@ use std::os::unix::process::ExitStatusExt;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::timeouts::TIMEOUT_SLACK;
+use super::WHOLE_BODY_WITHIN;
 use crate::client::{Client, ReadError};
+use crate::manifest::Expect::{No, Yes};
+use crate::manifest::Row;
 use crate::manifest::{self, Capability, Expect};
+use crate::probes::checklist::Applies::{With, Without};
+use crate::probes::checklist::{leak, rule, rule_if, secs, Rule, SHUTDOWN};
 use crate::probes::{
     broken, check, connect, drain, expect_status, get, make_site, needs_own_server, receive,
     request_and_close, seconds, sending, start_big_download, until_accepted, until_read, Outcome,
     Probed, Stop, Target, PATIENCE,
 };
-use crate::server::{Options, Server};
-use crate::site::{self};
-
-use super::timeouts::TIMEOUT_SLACK;
-use super::WHOLE_BODY_WITHIN;
-use crate::manifest::Expect::{No, Yes};
-use crate::manifest::Row;
-use crate::probes::checklist::Applies::{With, Without};
-use crate::probes::checklist::{leak, rule, rule_if, secs, Rule, SHUTDOWN};
 use crate::probes::{probe, Module, Probe};
+use crate::server::{Options, Server};
+use crate::site;
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.
@@ -48,9 +47,9 @@ fn row() -> Row {
         description: "graceful shutdown on SIGTERM",
         chapters: [
             No("ch01 installs no signal handler, so SIGTERM kills it mid-response instead of \
-                    letting the response finish."),
+                letting the response finish."),
             No("ch02 installs no signal handler either: SIGTERM kills the process, and the \
-                    responses in flight with it."),
+                responses in flight with it."),
             Yes,
             Yes,
             Yes,
@@ -63,10 +62,10 @@ fn row() -> Row {
         ],
         note: Some(leak(format!(
             "`graceful_shutdown` holds a big response in flight after SIGTERM (its client \
-                reads none of it), and meanwhile a new client connects every {}: from {} \
-                after the signal on, each must be refused, and before, one let in must be \
-                answered. Chapters 9 and 10 run with `--threads {}` for it: every loop must stop \
-                accepting, not only the one the signal reached.",
+            reads none of it), and meanwhile a new client connects every {}: from {} \
+            after the signal on, each must be refused, and before, one let in must be \
+            answered. Chapters 9 and 10 run with `--threads {}` for it: every loop must stop \
+            accepting, not only the one the signal reached.",
             secs(NEWCOMERS_EVERY),
             secs(REFUSED_WITHIN),
             LOOPS,

@@ -11,14 +11,13 @@
 use std::time::Instant;
 
 use crate::manifest::Capability;
+use crate::manifest::Expect::{No, Yes};
+use crate::manifest::Row;
+use crate::probes::checklist::{rule, secs, Rule, CONNECTIONS_TOPIC};
 use crate::probes::{
     connect, finish_hello, hello_meanwhile, seconds, sending, until_accepted, until_read,
     Meanwhile, Outcome, Probed, Target, PROMPTLY,
 };
-
-use crate::manifest::Expect::{No, Yes};
-use crate::manifest::Row;
-use crate::probes::checklist::{rule, secs, Rule, CONNECTIONS_TOPIC};
 use crate::probes::{probe, Module, Probe};
 
 /// What this module brings the suite: its checks, its row of the capability table and
@@ -40,7 +39,7 @@ fn row() -> Row {
         description: "an idle or slow client does not hold up others",
         chapters: [
             No("ch01 serves one client at a time: an idle client holds the accept loop, and \
-                    everyone else waits in the kernel's backlog."),
+                everyone else waits in the kernel's backlog."),
             Yes,
             Yes,
             Yes,

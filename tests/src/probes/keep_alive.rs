@@ -9,16 +9,15 @@ use std::thread;
 use std::time::Duration;
 
 use crate::manifest::Capability;
+use crate::manifest::Expect::{No, Yes};
+use crate::manifest::Row;
+use crate::probes::checklist::{rule, size, Rule, CONNECTIONS_TOPIC};
 use crate::probes::{
     broken, check, connect, expect_status, get, needs_own_server, post, receive, request_and_close,
     sending, with_site, Outcome, Probed, Stop, Target, HELLO, PATIENCE,
 };
-use crate::server::Server;
-
-use crate::manifest::Expect::{No, Yes};
-use crate::manifest::Row;
-use crate::probes::checklist::{rule, size, Rule, CONNECTIONS_TOPIC};
 use crate::probes::{probe, Module, Probe};
+use crate::server::Server;
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.
@@ -39,9 +38,9 @@ fn row() -> Row {
         description: "keep-alive and pipelining",
         chapters: [
             No("ch01 answers one request per connection and closes it, so a second or \
-                    pipelined request needs a new connection."),
+                pipelined request needs a new connection."),
             No("ch02 still answers one request per connection and closes it; keep-alive and \
-                    pipelining arrive with the event loop in ch03."),
+                pipelining arrive with the event loop in ch03."),
             Yes,
             Yes,
             Yes,

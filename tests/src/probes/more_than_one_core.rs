@@ -21,14 +21,13 @@ use super::{
     Probed, Stop, Target, HELLO, PATIENCE,
 };
 use crate::client::{show, Client};
-use crate::resources::{self, ThreadTime};
-use crate::server::{Options, Server};
-
 use crate::manifest::Expect::{No, Yes};
 use crate::manifest::{Capability, Row};
 use crate::probes::checklist::Applies::Without;
 use crate::probes::checklist::{in_words, leak, rule, rule_if, Rule, LOOPS};
 use crate::probes::{probe, Module, Probe};
+use crate::resources::{self, ThreadTime};
+use crate::server::{Options, Server};
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.
@@ -48,32 +47,32 @@ fn row() -> Row {
         description: "serves from more than one core",
         chapters: [
             No("ch01 runs on one thread: its blocking accept loop takes one client at a time, \
-                    so one core does all the serving however many the machine has."),
+                so one core does all the serving however many the machine has."),
             No("ch02's poll loop runs on one thread, which accepts and answers every \
-                    connection: one core does all the serving."),
+                connection: one core does all the serving."),
             No("ch03's event loop runs every callback on its one thread, so one core does all \
-                    the serving."),
+                the serving."),
             No("ch04's timers fire on the same one loop thread that accepts and answers every \
-                    connection: one core does all the serving."),
+                connection: one core does all the serving."),
             No("ch05's promises are settled on the one loop thread that accepts and answers \
-                    every connection: one core does all the serving."),
+                every connection: one core does all the serving."),
             No("ch06's pool threads only open and read files; every connection is accepted, \
-                    parsed and answered by the one loop thread."),
+                parsed and answered by the one loop thread."),
             No("ch07 changes how its one loop waits, not how many loops there are: one thread \
-                    accepts and answers every connection, and the pool threads only read files."),
+                accepts and answers every connection, and the pool threads only read files."),
             No("ch08's executor runs every connection's task on one thread; its pool threads \
-                    only read files, so one core does all the serving."),
+                only read files, so one core does all the serving."),
             Yes,
             Yes,
             Yes,
         ],
         note: Some(leak(format!(
             "The probe starts the server with `--threads {}` and sends `GET /hello` {} times \
-                on each of {} connections; the kernel's `SO_REUSEPORT` hash hands each connection \
-                to one of the two loops. `/stats` must then show at least two `thread N \
-                requests_served M` lines with M above 0, adding up to `requests_served`. On Linux \
-                the probe also reads each thread's CPU time in `/proc/PID/task/`: at least two \
-                threads must have done a good share of the work.",
+            on each of {} connections; the kernel's `SO_REUSEPORT` hash hands each connection \
+            to one of the two loops. `/stats` must then show at least two `thread N \
+            requests_served M` lines with M above 0, adding up to `requests_served`. On Linux \
+            the probe also reads each thread's CPU time in `/proc/PID/task/`: at least two \
+            threads must have done a good share of the work.",
             THREADS,
             in_words(REQUESTS_EACH),
             CONNECTIONS,

@@ -12,17 +12,16 @@ use std::time::{Duration, Instant};
 
 use crate::client::Client;
 use crate::manifest::Capability;
-use crate::probes::{
-    broken, check, connect, exchange, expect_status, get, receive, seconds, sending, until_read,
-    with_upstream, Outcome, Probed, Stop, Target, PATIENCE, PROMPTLY,
-};
-use crate::server::Server;
-
 use crate::manifest::Expect::{No, Yes};
 use crate::manifest::Row;
 use crate::probes::checklist::Applies::With;
 use crate::probes::checklist::{rule, rule_if, secs, Rule, WAITING};
+use crate::probes::{
+    broken, check, connect, exchange, expect_status, get, receive, seconds, sending, until_read,
+    with_upstream, Outcome, Probed, Stop, Target, PATIENCE, PROMPTLY,
+};
 use crate::probes::{probe, Module, Probe};
+use crate::server::Server;
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.
@@ -44,11 +43,11 @@ fn row() -> Row {
         description: "`/sleep` and a slow upstream do not hold up others",
         chapters: [
             No("ch01 runs /sleep and /upstream/ as blocking calls, so the whole server waits \
-                    with them."),
+                with them."),
             No("ch02's poll loop still runs /sleep and /upstream/ as blocking calls, so every \
-                    connection waits with them."),
+                connection waits with them."),
             No("ch03's event loop has no timers yet: /sleep is a thread::sleep and \
-                    /upstream/ a blocking fetch, both inside the loop."),
+                /upstream/ a blocking fetch, both inside the loop."),
             Yes,
             Yes,
             Yes,

@@ -6,19 +6,18 @@
 
 use std::time::Duration;
 
+use super::sleep_and_upstream::{served_while_busy, with_longer_holds, HOLDS_MS};
 use crate::manifest::Capability;
+use crate::manifest::Expect::{No, Yes};
+use crate::manifest::Row;
+use crate::probes::checklist::{rule, Rule, WAITING};
 use crate::probes::{
     check, connect, expect_status, get, make_site, needs_own_server, sending, until_read, Probed,
     Target,
 };
-use crate::server::Options;
-use crate::site::{self};
-
-use super::sleep_and_upstream::{served_while_busy, with_longer_holds, HOLDS_MS};
-use crate::manifest::Expect::{No, Yes};
-use crate::manifest::Row;
-use crate::probes::checklist::{rule, Rule, WAITING};
 use crate::probes::{probe, Module, Probe};
+use crate::server::Options;
+use crate::site;
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.
@@ -39,13 +38,13 @@ fn row() -> Row {
         chapters: [
             No("ch01 reads files with blocking calls: a slow disk stops the whole server."),
             No("ch02 reads files with blocking calls inside its poll loop: a slow disk \
-                    stalls every connection."),
+                stalls every connection."),
             No("ch03 reads files with blocking calls inside its event loop: a slow disk \
-                    stalls every connection."),
+                stalls every connection."),
             No("ch04's timers don't help with files: a file read still blocks the loop \
-                    thread."),
+                thread."),
             No("ch05's promises change how callbacks are written, not where the work runs: \
-                    a file read still blocks the loop thread."),
+                a file read still blocks the loop thread."),
             Yes,
             Yes,
             Yes,

@@ -6,16 +6,15 @@
 use std::time::Instant;
 
 use crate::manifest::Capability;
+use crate::manifest::Expect::{No, Yes};
+use crate::manifest::Row;
+use crate::probes::checklist::{rule, secs, Rule, CONNECTIONS_TOPIC};
 use crate::probes::{
     drain, finish_hello, hello_meanwhile, seconds, start_big_download, with_site, Meanwhile,
     Outcome, Probed, Target, PROMPTLY,
 };
-use crate::site::{self};
-
-use crate::manifest::Expect::{No, Yes};
-use crate::manifest::Row;
-use crate::probes::checklist::{rule, secs, Rule, CONNECTIONS_TOPIC};
 use crate::probes::{probe, Module, Probe};
+use crate::site;
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.
@@ -35,7 +34,7 @@ fn row() -> Row {
         description: "a slow reader of a big response does not hold up others",
         chapters: [
             No("ch01 writes each response with a blocking write_all: a client that stops \
-                    reading stops the whole server."),
+                reading stops the whole server."),
             Yes,
             Yes,
             Yes,

@@ -13,18 +13,17 @@ use std::time::{Duration, Instant};
 
 use crate::client::ReadError;
 use crate::manifest::Capability;
-use crate::probes::{
-    broken, check, connect, dropped_note, expect_status, finish_hello, get, needs_own_server,
-    seconds, sending, Outcome, Probed, Target, PATIENCE,
-};
-use crate::server::Options;
-
 use crate::manifest::Expect::{No, Yes};
 use crate::manifest::Row;
 use crate::probes::checklist::Applies::With;
 use crate::probes::checklist::{rule, rule_if, secs, Rule, FLOODS, TIMEOUTS};
+use crate::probes::{
+    broken, check, connect, dropped_note, expect_status, finish_hello, get, needs_own_server,
+    seconds, sending, Outcome, Probed, Target, PATIENCE,
+};
 use crate::probes::{pid, still_running, takes_everyone, wait_for_descriptors, BACKLOG_NOTE};
 use crate::probes::{probe, Module, Probe};
+use crate::server::Options;
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.
@@ -44,12 +43,12 @@ fn row() -> Row {
         description: "slowloris does not deny service",
         chapters: [
             No("ch01 serves one client at a time: the first client that trickles its request \
-                    head holds the accept loop for as long as it keeps trickling."),
+                head holds the accept loop for as long as it keeps trickling."),
             No("ch02 has no timers, so nothing ever closes a client that trickles its head: \
-                    a few hundred of them hold every file descriptor, and new clients wait in the \
-                    backlog."),
+                a few hundred of them hold every file descriptor, and new clients wait in the \
+                backlog."),
             No("ch03 has no timers yet: trickling clients keep their descriptors for as long \
-                    as they like, and once all are taken nobody new is accepted."),
+                as they like, and once all are taken nobody new is accepted."),
             Yes,
             Yes,
             Yes,

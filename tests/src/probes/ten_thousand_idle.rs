@@ -14,19 +14,18 @@ use std::time::{Duration, Instant};
 use crate::client::{show, Client};
 use crate::kernel;
 use crate::manifest::Capability;
+use crate::manifest::Expect::{No, Yes};
+use crate::manifest::Row;
+use crate::probes::checklist::{count, leak, rule, secs, size, Rule, CONNECTIONS_TOPIC};
 use crate::probes::{
     broken, check, connect, exchange, expect_status, finish_hello, get, hello_meanwhile, measured,
     needs_own_server, receive, seconds, sending, stats_value, until_accepted, Meanwhile, Outcome,
     Probed, Stop, Target, HELLO, PATIENCE, PROMPTLY,
 };
-use crate::resources::{self, mebibytes};
-use crate::server::{Options, Server};
-
-use crate::manifest::Expect::{No, Yes};
-use crate::manifest::Row;
-use crate::probes::checklist::{count, leak, rule, secs, size, Rule, CONNECTIONS_TOPIC};
 use crate::probes::{pid, wait_for_descriptors};
 use crate::probes::{probe, Module, Probe};
+use crate::resources::{self, mebibytes};
+use crate::server::{Options, Server};
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.

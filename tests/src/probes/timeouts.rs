@@ -14,19 +14,18 @@ use std::time::{Duration, Instant};
 use crate::client::{show, Client, Ending, ReadError};
 use crate::kernel;
 use crate::manifest::Capability;
+use crate::manifest::Expect::{No, Yes};
+use crate::manifest::Row;
+use crate::probes::checklist::{rule, secs, Rule, TIMEOUTS};
 use crate::probes::{
     broken, check, connect, dropped_note, expect_status, get, make_site, needs_own_server, receive,
     seconds, sending, start_big_download, still_serves, Outcome, Probed, Stop, Target, PATIENCE,
 };
 use crate::probes::{measured, stat};
+use crate::probes::{probe, Module, Probe};
 use crate::resources;
 use crate::server::{Options, Server};
 use crate::site::{self, first_difference};
-
-use crate::manifest::Expect::{No, Yes};
-use crate::manifest::Row;
-use crate::probes::checklist::{rule, secs, Rule, TIMEOUTS};
-use crate::probes::{probe, Module, Probe};
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.
@@ -49,11 +48,11 @@ fn row() -> Row {
         description: "idle, header and send timeouts",
         chapters: [
             No("ch01 has no timers: it waits forever for a half-sent request head or for a \
-                    client that stops reading its response, and it has no keep-alive to time out."),
+                client that stops reading its response, and it has no keep-alive to time out."),
             No("ch02 has no timers: a half-sent request head or a response nobody reads keeps \
-                    its connection open forever, and there is no keep-alive to time out."),
+                its connection open forever, and there is no keep-alive to time out."),
             No("ch03 has no timers yet: idle keep-alive connections, half-sent heads and \
-                    responses nobody reads stay open forever."),
+                responses nobody reads stay open forever."),
             Yes,
             Yes,
             Yes,

@@ -7,16 +7,15 @@ use std::time::{Duration, Instant};
 
 use super::corpus;
 use crate::client::Client;
+use crate::manifest::Capability;
+use crate::probes::checklist::{rule, secs, Rule, FAULTS, READING};
 use crate::probes::{
     broken, check, connect, exchange, expect_status, first_line, get, post, receive, sending,
     stats_value, still_serves, until_read, Outcome, Probed, Stop, Target, HELLO, PATIENCE,
 };
+use crate::probes::{probe, Module, Probe};
 use crate::server::Server;
 use crate::site::{self, first_difference};
-
-use crate::manifest::Capability;
-use crate::probes::checklist::{rule, secs, Rule, FAULTS, READING};
-use crate::probes::{probe, Module, Probe};
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.

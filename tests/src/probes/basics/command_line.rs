@@ -6,14 +6,13 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::manifest::Capability;
+use crate::probes::checklist::{listed, rule, secs, Rule, STARTING};
 use crate::probes::{
     broken, check, exchange, expect_status, get, Launch, Outcome, Probed, Stop, Target, HELLO,
     PATIENCE,
 };
-use crate::server::{args_text, Options, ProcessGroup, Program, Spawned};
-
-use crate::probes::checklist::{listed, rule, secs, Rule, STARTING};
 use crate::probes::{probe, Module, Probe};
+use crate::server::{args_text, Options, ProcessGroup, Program, Spawned};
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.

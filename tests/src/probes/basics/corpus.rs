@@ -30,15 +30,14 @@ use std::net::Shutdown;
 use std::time::Instant;
 
 use crate::client::{show, ReadError};
+use crate::manifest::Capability;
+use crate::probes::checklist::{count, rule, secs, size, Rule, READING};
 use crate::probes::{
     broken, connect, get, post, receive, seconds, still_serves, Outcome, Probed, Stop, Target,
     HELLO, PATIENCE, PROMPTLY,
 };
-use crate::server::Server;
-
-use crate::manifest::Capability;
-use crate::probes::checklist::{count, rule, secs, size, Rule, READING};
 use crate::probes::{probe, Module, Probe};
+use crate::server::Server;
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.

@@ -17,18 +17,17 @@ use std::time::{Duration, Instant};
 
 use crate::client::Client;
 use crate::manifest::Capability;
+use crate::probes::checklist::Applies::With;
+use crate::probes::checklist::{rule, rule_if, secs, size, Rule, FLOODS};
 use crate::probes::{
     broken, check, connect, exchange, expect_status, finish_hello, get, hello_meanwhile, measured,
     needs_own_server, seconds, still_serves, Meanwhile, Outcome, Probed, Stop, Target, PATIENCE,
     PROMPTLY,
 };
-use crate::resources::{self, growth_note, mebibytes};
-use crate::server::{Options, Server};
-
-use crate::probes::checklist::Applies::With;
-use crate::probes::checklist::{rule, rule_if, secs, size, Rule, FLOODS};
 use crate::probes::{pid, still_running, takes_everyone, wait_for_descriptors, BACKLOG_NOTE};
 use crate::probes::{probe, Module, Probe};
+use crate::resources::{self, growth_note, mebibytes};
+use crate::server::{Options, Server};
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.

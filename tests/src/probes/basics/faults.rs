@@ -33,17 +33,16 @@ use std::time::{Duration, Instant};
 
 use crate::client::{show, Ending, ReadError};
 use crate::manifest::{self, Capability, Expect};
+use crate::probes::checklist::Applies::With;
+use crate::probes::checklist::{count, listed, rule, rule_if, secs, Rule, FAULTS, SHUTDOWN};
 use crate::probes::{
     broken, check, connect, drain, exchange, expect_status, first_line, get, needs_own_server,
     post, receive, seconds, sending, start_big_download, still_serves, until_read, with_site,
     Outcome, Probed, Stop, Target, HELLO, PATIENCE, WHOLE_BODY_WITHIN,
 };
+use crate::probes::{probe, Module, Probe};
 use crate::server::{Options, Server};
 use crate::site::{self, first_difference};
-
-use crate::probes::checklist::Applies::With;
-use crate::probes::checklist::{count, listed, rule, rule_if, secs, Rule, FAULTS, SHUTDOWN};
-use crate::probes::{probe, Module, Probe};
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.

@@ -4,18 +4,17 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use super::routes::content_type;
 use crate::client::ReadError;
 use crate::manifest::{self, Capability, Expect};
+use crate::probes::checklist::Applies::With;
+use crate::probes::checklist::{rule, rule_if, secs, Rule, ROUTES, SHUTDOWN};
 use crate::probes::{
     broken, check, connect, exchange, expect_status, first_line, get, receive, request_and_close,
     seconds, sending, still_serves, with_site, Outcome, Probed, Stop, Target, PATIENCE,
 };
-use crate::site::{self, first_difference};
-
-use super::routes::content_type;
-use crate::probes::checklist::Applies::With;
-use crate::probes::checklist::{rule, rule_if, secs, Rule, ROUTES, SHUTDOWN};
 use crate::probes::{probe, Module, Probe};
+use crate::site::{self, first_difference};
 
 /// What this module brings the suite: its checks and its rules on the checklist (the row
 /// is `basics/mod.rs`'s).

@@ -19,17 +19,16 @@ use std::time::{Duration, Instant};
 
 use crate::client::Client;
 use crate::manifest::Capability;
+use crate::probes::checklist::{count, rule, secs, size, Rule, FLOODS};
+use crate::probes::ten_thousand_idle::ten_thousand_server;
 use crate::probes::{
     broken, check, connect, exchange, expect_status, get, measured, needs_own_server, receive,
     seconds, sending, still_serves, Outcome, Probed, Stop, Target,
 };
-use crate::resources::{self, growth_note, mebibytes};
-use crate::server::{Options, Server};
-
-use crate::probes::checklist::{count, rule, secs, size, Rule, FLOODS};
-use crate::probes::ten_thousand_idle::ten_thousand_server;
 use crate::probes::{pid, takes_everyone};
 use crate::probes::{probe, Module, Probe};
+use crate::resources::{self, growth_note, mebibytes};
+use crate::server::{Options, Server};
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.

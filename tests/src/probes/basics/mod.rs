@@ -22,12 +22,11 @@ pub(crate) mod memory;
 pub(crate) mod routes;
 pub(crate) mod upstream;
 
-use memory::{BURST_BODY, BURST_CLIENTS, BURST_GROWTH_BOUND, BURST_OF, BURST_TURNS_BOUND};
-
 use crate::manifest::Expect::Yes;
 use crate::manifest::{Capability, Row};
 use crate::probes::checklist::{count, leak, size};
 use crate::probes::Module;
+use memory::{BURST_BODY, BURST_CLIENTS, BURST_GROWTH_BOUND, BURST_OF, BURST_TURNS_BOUND};
 
 /// The row, then its parts, in the order the runner reports their checks.
 pub(super) const MODULES: [Module; 10] = [

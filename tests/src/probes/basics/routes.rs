@@ -3,18 +3,17 @@
 
 use std::time::{Duration, Instant};
 
+use super::corpus::BODY_LIMIT;
 use crate::client::Response;
 use crate::manifest::Capability;
+use crate::probes::checklist::{count, listed, rule, size, Rule, ROUTES};
 use crate::probes::{
     broken, check, connect, exchange, expect_status, first_line, get, post, receive,
     request_and_close, seconds, sending, stats_value, still_serves, Outcome, Probed, Stop, Target,
     HELLO,
 };
-use crate::site::{self, first_difference};
-
-use super::corpus::BODY_LIMIT;
-use crate::probes::checklist::{count, listed, rule, size, Rule, ROUTES};
 use crate::probes::{probe, Module, Probe};
+use crate::site::{self, first_difference};
 use shared::app::MAX_SLEEP_MS;
 
 /// What this module brings the suite: its checks, its row of the capability table and

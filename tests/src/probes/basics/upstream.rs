@@ -4,19 +4,18 @@
 
 use std::time::{Duration, Instant};
 
+use super::corpus::HEAD_LIMIT;
 use crate::manifest::{self, Capability, Expect};
+use crate::probes::checklist::Applies::With;
+use crate::probes::checklist::{rule, rule_if, secs, size, Rule, UPSTREAM};
 use crate::probes::{
     broken, check, connect, exchange, expect_status, get, hello_meanwhile, receive,
     request_and_close, seconds, sending, still_serves, with_upstream, Meanwhile, Outcome, Probed,
     Stop, Target, HELLO, PATIENCE, PROMPTLY,
 };
+use crate::probes::{probe, Module, Probe};
 use crate::server::{Options, Server};
 use crate::upstream::{self, Upstream};
-
-use super::corpus::HEAD_LIMIT;
-use crate::probes::checklist::Applies::With;
-use crate::probes::checklist::{rule, rule_if, secs, size, Rule, UPSTREAM};
-use crate::probes::{probe, Module, Probe};
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.
