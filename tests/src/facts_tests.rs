@@ -60,7 +60,7 @@ fn the_probes_on_one_loop_are_the_ones_that_ask_for_it() {
     let mut listed: Vec<&str> = ON_ONE_LOOP.to_vec();
     found.sort();
     listed.sort();
-    assert_eq!(found, listed, "tests/src/probes/mod.rs's ON_ONE_LOOP and the probes differ");
+    assert_eq!(found, listed, "the modules' `on_one_loop` (ON_ONE_LOOP) and the probes differ");
 }
 
 /// The book includes the facts; this keeps them the same as the code.

@@ -60,6 +60,9 @@ use checklist::Rule;
 pub(crate) struct Module {
     /// Its checks, in the order the runner reports them.
     pub probes: &'static [Probe],
+    /// Those of its checks that start a server with more than one loop as one loop (see
+    /// [`ON_ONE_LOOP`]).
+    pub on_one_loop: &'static [&'static str],
     /// Its row of the capability table (`None` for the parts of `basics/` but one).
     pub row: Option<fn() -> Row>,
     /// What its checks hold a server to, for the checklist.
@@ -145,15 +148,13 @@ pub(crate) fn rules() -> Vec<Rule> {
 
 /// The probes that start a server with more than one loop (chapter 9 on) as one loop,
 /// `--threads 1`: what they check is how one loop shares its turns, and with two loops a
-/// client that lands on the loop the others leave alone is served by luck. The book
-/// lists them from here (`facts.rs`); a test checks the list against the probes' code.
-pub const ON_ONE_LOOP: &[&str] = &[
-    "pipelined_without_reading",
-    "burst_of_clients",
-    "pipelined_flood",
-    "flood_behind_a_wait",
-    "departing_clients",
-];
+/// client that lands on the loop the others leave alone is served by luck. Each module
+/// names its own; the book lists them from here (`facts.rs`), and a test checks the list
+/// against the probes' code.
+pub const ON_ONE_LOOP: &Gathered<&str> = &Gathered(|| {
+    static ALL: OnceLock<Vec<&str>> = OnceLock::new();
+    ALL.get_or_init(|| modules().flat_map(|module| module.on_one_loop.iter().copied()).collect())
+});
 
 /// The probe called `name`.
 pub fn find(name: &str) -> Option<&'static Probe> {

@@ -29,7 +29,8 @@ use crate::site::{self, first_difference};
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.
-pub(super) const MODULE: Module = Module { probes: PROBES, row: Some(row), rules, quoted };
+pub(super) const MODULE: Module =
+    Module { probes: PROBES, on_one_loop: &[], row: Some(row), rules, quoted };
 
 /// The checks, in the order the runner reports them.
 #[rustfmt::skip] // a table: one probe per line

@@ -31,7 +31,13 @@ use crate::server::{Options, Server};
 
 /// What this module brings the suite: its checks, its row of the capability table and
 /// its rules on the checklist.
-pub(super) const MODULE: Module = Module { probes: PROBES, row: None, rules, quoted };
+pub(super) const MODULE: Module = Module {
+    probes: PROBES,
+    on_one_loop: &["pipelined_without_reading"],
+    row: None,
+    rules,
+    quoted,
+};
 
 /// The checks, in the order the runner reports them.
 #[rustfmt::skip] // a table: one probe per line

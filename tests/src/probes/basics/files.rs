@@ -18,7 +18,8 @@ use crate::site::{self, first_difference};
 
 /// What this module brings the suite: its checks and its rules on the checklist (the row
 /// is `basics/mod.rs`'s).
-pub(crate) const MODULE: Module = Module { probes: PROBES, row: None, rules, quoted };
+pub(crate) const MODULE: Module =
+    Module { probes: PROBES, on_one_loop: &[], row: None, rules, quoted };
 
 /// The checks, in the order the runner reports them.
 #[rustfmt::skip] // a table: one probe per line

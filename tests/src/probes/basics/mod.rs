@@ -30,7 +30,7 @@ use memory::{BURST_BODY, BURST_CLIENTS, BURST_GROWTH_BOUND, BURST_OF, BURST_TURN
 
 /// The row, then its parts, in the order the runner reports their checks.
 pub(super) const MODULES: [Module; 10] = [
-    Module { probes: &[], row: Some(row), rules: Vec::new, quoted },
+    Module { probes: &[], on_one_loop: &[], row: Some(row), rules: Vec::new, quoted },
     command_line::MODULE,
     routes::MODULE,
     files::MODULE,
