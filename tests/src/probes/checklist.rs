@@ -478,7 +478,7 @@ mod tests {
         assert!(
             strays.is_empty(),
             "book/src/your-server.md quotes {strays:?}, which the generated checklist does not: \
-             say the rule in tests/src/probes/checklist.rs, with the probe's own constant"
+             say the rule in the probe's module (its `rules`), with the probe's own constant"
         );
     }
 

@@ -10,7 +10,7 @@
 //! | signals that stop, continue or are ignored | [`stray_signals`] |
 //! | nobody reads the server's stderr any more | [`closed_stderr`] |
 //! | nobody reads the server's stderr *for now*: the pipe fills | [`unread_stderr`] |
-//! | SIGTERM while `poll` waits (EINTR) | `graceful_shutdown` (concurrency.rs), chapters 3 on |
+//! | SIGTERM while `poll` waits (EINTR) | `graceful_shutdown` (graceful_shutdown.rs), chapters 3 on |
 //! | a callback that panics | not from outside, as no route panics: see below |
 //!
 //! About EINTR: only a signal with a *handler* interrupts a waiting system call. Chapters
