@@ -24,10 +24,8 @@ fn the_backend_flag_is_spelled_with_its_values() {
 /// the same file that it calls.
 #[test]
 fn the_probes_on_one_loop_are_the_ones_that_ask_for_it() {
-    let folder = workspace_root().join("tests/src/probes");
     let mut found = Vec::new();
-    for entry in std::fs::read_dir(&folder).expect("tests/src/probes").flatten() {
-        let source = std::fs::read_to_string(entry.path()).expect("a probe's source");
+    for (_, source) in crate::probes::sources() {
         // Each function, by name, with its text (up to the next function at the top).
         let mut functions: Vec<(String, String)> = Vec::new();
         for line in source.lines() {
@@ -62,7 +60,7 @@ fn the_probes_on_one_loop_are_the_ones_that_ask_for_it() {
     let mut listed: Vec<&str> = ON_ONE_LOOP.to_vec();
     found.sort();
     listed.sort();
-    assert_eq!(found, listed, "tests/src/probes/mod.rs's ON_ONE_LOOP and the probes differ");
+    assert_eq!(found, listed, "the modules' `on_one_loop` (ON_ONE_LOOP) and the probes differ");
 }
 
 /// The book includes the facts; this keeps them the same as the code.

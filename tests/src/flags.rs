@@ -115,11 +115,8 @@ mod tests {
     fn every_flag_the_probes_pass_is_listed() {
         // What `command_line` passes on purpose: the usage, and a flag to refuse.
         let deliberate = ["--help", "--bogus"];
-        let folder = workspace_root().join("tests/src/probes");
         let mut unlisted = Vec::new();
-        for entry in std::fs::read_dir(&folder).expect("tests/src/probes") {
-            let path = entry.expect("an entry").path();
-            let source = std::fs::read_to_string(&path).expect("a probe's source");
+        for (path, source) in crate::probes::sources() {
             for (at, _) in source.match_indices("\"--") {
                 let rest = &source[at + 1..];
                 let end = rest[2..]

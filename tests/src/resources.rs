@@ -1,14 +1,15 @@
 //! What a server process uses, as the kernel counts it: CPU time, memory, descriptors.
 //!
-//! The hostile-client probes (`probes/floods.rs`, `probes/faults.rs`) need more than "was
-//! the answer right?". A server flooded with connections must not *spin* (burn CPU in a
-//! loop that achieves nothing), a client that pipelines without reading must not make it
-//! *bloat*, and clients that come and go must not make it *leak* descriptors. None of that
-//! shows in a response; all of it shows in `/proc/PID/`, which Linux keeps for every
-//! process. macOS and the BSDs have no `/proc`: there we ask the tools they come with
-//! (`ps`, `lsof`, FreeBSD's `procstat`, the shell's `ulimit`). What a system cannot show
-//! comes back `None`, and a probe that needs it skips, naming it in one line (the `NO_*`
-//! sentences below): a measurement that returns nothing is never a pass.
+//! The hostile-client probes (`probes/basics/exhaustion.rs`, `probes/basics/memory.rs`,
+//! and more) need more than "was the answer right?". A server flooded with connections
+//! must not *spin* (burn CPU in a loop that achieves nothing), a client that pipelines
+//! without reading must not make it *bloat*, and clients that come and go must not make
+//! it *leak* descriptors. None of that shows in a response; all of it shows in
+//! `/proc/PID/`, which Linux keeps for every process. macOS and the BSDs have no `/proc`:
+//! there we ask the tools they come with (`ps`, `lsof`, FreeBSD's `procstat`, the shell's
+//! `ulimit`). What a system cannot show comes back `None`, and a probe that needs it
+//! skips, naming it in one line (the `NO_*` sentences below): a measurement that returns
+//! nothing is never a pass.
 
 use std::fs;
 use std::process::Command;

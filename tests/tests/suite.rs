@@ -69,7 +69,8 @@ fn book_capability_table_is_current() {
     let in_book = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         in_book == suite::manifest::capability_table(),
-        "{} is out of date with tests/src/manifest.rs; regenerate it with\n    \
+        "{} is out of date with the manifest (tests/src/manifest.rs, and the rows' texts in \
+         the modules of tests/src/probes/); regenerate it with\n    \
          cargo run -p suite -- --capability-table > book/src/generated/capabilities.md",
         path.display()
     );
@@ -83,8 +84,8 @@ fn book_checklist_is_current() {
     let in_book = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         in_book == suite::probes::checklist::checklist(),
-        "{} is out of date with the probes (tests/src/probes/checklist.rs and the constants \
-         it quotes); regenerate it with\n    \
+        "{} is out of date with the probes (the rules of each module in tests/src/probes/, \
+         and the constants they quote); regenerate it with\n    \
          cargo run -p suite -- --checklist > book/src/generated/checklist.md",
         path.display()
     );

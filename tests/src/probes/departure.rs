@@ -16,17 +16,82 @@
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::floods::{pid, LAZY_DESCRIPTORS};
+use super::basics::command_line::usage;
+use super::basics::exhaustion::LAZY_DESCRIPTORS;
 use super::measured;
-use super::routes::usage;
+use super::pid;
 use super::{
     broken, check, connect, expect_status, get, needs_own_server, receive, reset, seconds, sending,
     still_serves, until_read, with_upstream, Outcome, Probed, Stop, Target, PATIENCE,
 };
 use crate::kernel;
+use crate::manifest::Expect::{No, Yes};
+use crate::manifest::{Capability, Row};
+use crate::probes::checklist::{in_words, leak, rule, secs, size, Rule, DEPARTURES};
+use crate::probes::{probe, Module, Probe};
 use crate::resources;
 use crate::server::{Options, Server};
 use crate::upstream::{self, Upstream};
+
+/// What this module brings the suite: its checks, its row of the capability table and
+/// its rules on the checklist.
+pub(super) const MODULE: Module =
+    Module { probes: PROBES, on_one_loop: &["departing_clients"], row: Some(row), rules, quoted };
+
+/// The checks, in the order the runner reports them.
+#[rustfmt::skip] // a table: one probe per line
+const PROBES: &[Probe] = &[
+    probe("departing_clients", Capability::Departure, departing_clients),
+];
+
+// ANCHOR: row
+/// The row of the capability table this module checks.
+fn row() -> Row {
+    Row {
+        capability: Capability::Departure,
+        description: "a client that leaves stops costing at once, even mid-wait or mid-pipeline",
+        chapters: [
+            No("ch01 runs /sleep and /upstream/ as blocking calls: while it waits for a client \
+                that has left, nothing else happens, not even noticing that it left."),
+            No("ch02's poll loop blocks in /sleep and /upstream/ as well: the loop does not \
+                turn while it waits, so a client that left is noticed only when the wait is \
+                over."),
+            No("ch03's event loop blocks in /sleep and /upstream/ too: no turn runs while it \
+                waits, so nothing can notice that the client has gone until the wait ends."),
+            Yes,
+            Yes,
+            Yes,
+            Yes,
+            Yes,
+            Yes,
+            Yes,
+            Yes,
+        ],
+        note: Some(leak(format!(
+            "The probe has clients leave with a reset at five awkward moments: {} during \
+            `GET /sleep?ms={}` (`/stats` must stop counting them within {}); one with \
+            {} MiB of pipelined `GET /hello` behind a `GET /sleep?ms={}`, more than the \
+            server buffers (`/stats` must stop counting it within {} too); one that \
+            pipelined {} slow `/upstream/` requests, while the first is being fetched \
+            (the upstream must get no second one); thirty that each pipelined {} of `GET \
+            /sleep?ms={}` (the server must give their descriptors back within {}); and, \
+            where the server has `--upstream-limit`, {} waiting in line for the upstream \
+            (a client that comes after them must not wait for their turns).",
+            in_words(SLEEPERS),
+            SLEEPERS_SLEEP.as_millis(),
+            secs(GONE_WITHIN),
+            FULL_PIPELINE_BYTES as f64 / f64::from(1 << 20),
+            FULL_SLEEP_MS,
+            secs(GONE_WITHIN),
+            in_words(PIPELINED_FETCHES),
+            size(PIPELINE_BYTES as u64),
+            PIPELINED_SLEEP_MS,
+            secs(DESCRIPTORS_BACK_WITHIN),
+            in_words(IN_LINE),
+        ))),
+    }
+}
+// ANCHOR_END: row
 
 /// How soon a departure must show. A server that watches its sockets sees a reset in its
 /// next turn, a millisecond later; one that does not, only when the wait it is in ends,
@@ -59,6 +124,8 @@ pub(super) const PIPELINED_SLEEP_MS: u64 = 10_000;
 pub(super) const DESCRIPTORS_BACK_WITHIN: Duration = Duration::from_millis(1500);
 /// The clients that wait in line for the upstream (`--upstream-limit 1`) and leave, and
 /// how many slow requests each has pipelined.
+/// The `--upstream-limit` step 4 starts its server with: one fetch at a time.
+const UPSTREAM_LIMIT: &str = "1";
 pub(super) const IN_LINE: usize = 5;
 pub(super) const IN_LINE_PIPELINED: usize = 4;
 /// How long a client that comes after them may wait for its own fetch. The fetch under way
@@ -397,7 +464,7 @@ fn line_leaves(target: &Target) -> Result<Option<String>, Stop> {
     if !usage.contains("--upstream-limit") {
         return Ok(None);
     }
-    let mut flags = vec![("--upstream-limit", "1".to_string())];
+    let mut flags = vec![("--upstream-limit", UPSTREAM_LIMIT.to_string())];
     if usage.contains("--threads") {
         flags.push(("--threads", "1".to_string()));
     }
@@ -463,4 +530,68 @@ fn line_leaves(target: &Target) -> Result<Option<String>, Stop> {
         seconds(took),
         seconds(AFTER_THE_LINE_WITHIN)
     )))
+}
+
+// ANCHOR: rules
+/// What this module's checks hold a server to, for the checklist.
+#[rustfmt::skip] // a list: one rule after another, each as long as it needs
+fn rules() -> Vec<Rule> {
+    vec![
+        rule("departing_clients", DEPARTURES, format!(
+            "A client resets its connection while its `GET /sleep?ms={}` waits: a `GET /stats` \
+             from another client is answered before that sleep would have ended.",
+            FIRST_SLEEP.as_millis())),
+        rule("departing_clients", DEPARTURES, format!(
+            "{} clients reset while their `GET /sleep?ms={}` wait: within {}, `/stats` says \
+             `connections_open` is back where it was before they came. Watch every connection \
+             for a reset while its request waits.",
+            SLEEPERS, SLEEPERS_SLEEP.as_millis(), secs(GONE_WITHIN))),
+        rule("departing_clients", DEPARTURES, format!(
+            "A client pipelines {} `GET /upstream/slow?ms={}` and resets while the first is \
+             fetched: in the {} after, the upstream is sent none of the others.",
+            PIPELINED_FETCHES, FETCH.as_millis(), secs(UPSTREAM_WATCH))),
+        rule("departing_clients", DEPARTURES, format!(
+            "{} clients each write {} of pipelined `GET /sleep?ms={}` and reset: the server has \
+             begun reading each within {}, and within {} of the resets holds no more \
+             descriptors than at rest (or at most {} more).",
+            PIPELINERS, size(PIPELINE_BYTES as u64), PIPELINED_SLEEP_MS, secs(PATIENCE), secs(DESCRIPTORS_BACK_WITHIN), LAZY_DESCRIPTORS)),
+        rule("departing_clients", DEPARTURES, format!(
+            "A client sends `GET /sleep?ms={}` with {} of pipelined `GET /hello` behind it, and \
+             resets once the server has read {} of it: within {}, `/stats` no longer counts it. \
+             A connection whose queue is too full to read more of must still hear a reset.",
+            FULL_SLEEP_MS, size(FULL_PIPELINE_BYTES as u64), size(FULL_READ), secs(GONE_WITHIN))),
+        rule("departing_clients", DEPARTURES, format!(
+            "Only where `--help` lists `--upstream-limit` (a flag nobody must have): started \
+             with `--upstream-limit {}`, {} clients each pipeline {} slow upstream requests and \
+             reset while one is fetched; a client that comes after them has its fetch within \
+             {}.",
+            UPSTREAM_LIMIT, IN_LINE, IN_LINE_PIPELINED, secs(AFTER_THE_LINE_WITHIN))),
+    ]
+}
+// ANCHOR_END: rules
+
+/// This module's constants as its texts quote them (see `Module::quoted`).
+fn quoted() -> Vec<String> {
+    vec![
+        FIRST_SLEEP.as_millis().to_string(),
+        SLEEPERS.to_string(),
+        SLEEPERS_SLEEP.as_millis().to_string(),
+        secs(GONE_WITHIN),
+        PIPELINED_FETCHES.to_string(),
+        FETCH.as_millis().to_string(),
+        secs(UPSTREAM_WATCH),
+        PIPELINERS.to_string(),
+        size(PIPELINE_BYTES as u64),
+        PIPELINED_SLEEP_MS.to_string(),
+        secs(DESCRIPTORS_BACK_WITHIN),
+        LAZY_DESCRIPTORS.to_string(),
+        FULL_SLEEP_MS.to_string(),
+        size(FULL_PIPELINE_BYTES as u64),
+        (FULL_PIPELINE_BYTES as f64 / f64::from(1 << 20)).to_string(),
+        size(FULL_READ),
+        UPSTREAM_LIMIT.to_string(),
+        IN_LINE.to_string(),
+        IN_LINE_PIPELINED.to_string(),
+        secs(AFTER_THE_LINE_WITHIN),
+    ]
 }

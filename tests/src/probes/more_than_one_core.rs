@@ -21,8 +21,66 @@ use super::{
     Probed, Stop, Target, HELLO, PATIENCE,
 };
 use crate::client::{show, Client};
+use crate::manifest::Expect::{No, Yes};
+use crate::manifest::{Capability, Row};
+use crate::probes::checklist::Applies::Without;
+use crate::probes::checklist::{in_words, leak, rule, rule_if, Rule, LOOPS};
+use crate::probes::{probe, Module, Probe};
 use crate::resources::{self, ThreadTime};
 use crate::server::{Options, Server};
+
+/// What this module brings the suite: its checks, its row of the capability table and
+/// its rules on the checklist.
+pub(super) const MODULE: Module =
+    Module { probes: PROBES, on_one_loop: &[], row: Some(row), rules, quoted };
+
+/// The checks, in the order the runner reports them.
+#[rustfmt::skip] // a table: one probe per line
+const PROBES: &[Probe] = &[
+    probe("spread_over_loops", Capability::MoreThanOneCore, spread_over_loops),
+];
+
+// ANCHOR: row
+/// The row of the capability table this module checks.
+fn row() -> Row {
+    Row {
+        capability: Capability::MoreThanOneCore,
+        description: "serves from more than one core",
+        chapters: [
+            No("ch01 runs on one thread: its blocking accept loop takes one client at a time, \
+                so one core does all the serving however many the machine has."),
+            No("ch02's poll loop runs on one thread, which accepts and answers every \
+                connection: one core does all the serving."),
+            No("ch03's event loop runs every callback on its one thread, so one core does all \
+                the serving."),
+            No("ch04's timers fire on the same one loop thread that accepts and answers every \
+                connection: one core does all the serving."),
+            No("ch05's promises are settled on the one loop thread that accepts and answers \
+                every connection: one core does all the serving."),
+            No("ch06's pool threads only open and read files; every connection is accepted, \
+                parsed and answered by the one loop thread."),
+            No("ch07 changes how its one loop waits, not how many loops there are: one thread \
+                accepts and answers every connection, and the pool threads only read files."),
+            No("ch08's executor runs every connection's task on one thread; its pool threads \
+                only read files, so one core does all the serving."),
+            Yes,
+            Yes,
+            Yes,
+        ],
+        note: Some(leak(format!(
+            "The probe starts the server with `--threads {}` and sends `GET /hello` {} times \
+            on each of {} connections; the kernel's `SO_REUSEPORT` hash hands each connection \
+            to one of the two loops. `/stats` must then show at least two `thread N \
+            requests_served M` lines with M above 0, adding up to `requests_served`. On Linux \
+            the probe also reads each thread's CPU time in `/proc/PID/task/`: at least two \
+            threads must have done a good share of the work.",
+            THREADS,
+            in_words(REQUESTS_EACH),
+            CONNECTIONS,
+        ))),
+    }
+}
+// ANCHOR_END: row
 
 /// `--threads` for the chapters that have it.
 pub(super) const THREADS: &str = "2";
@@ -271,6 +329,37 @@ fn busy_threads(process: u32, before: &[ThreadTime], after: &[ThreadTime]) -> Op
         .collect();
     serving.sort_by(|a, b| b.1.total_cmp(&a.1));
     Some(Busy { serving, threads: after.len() })
+}
+
+// ANCHOR: rules
+/// What this module's checks hold a server to, for the checklist.
+#[rustfmt::skip] // a list: one rule after another, each as long as it needs
+fn rules() -> Vec<Rule> {
+    use Capability::*;
+    vec![
+        rule_if(Without(MoreThanOneCore), "spread_over_loops", LOOPS,
+            "A server that spreads its clients over threads says so in `/stats`: if `/proc` \
+             shows two of its threads each doing a good share of the serving, `/stats` must \
+             have the `thread N requests_served M` lines of chapter 9. A single such line \
+             fails anyway.".to_string()),
+        rule("spread_over_loops", LOOPS, format!(
+            "Started with `--threads {}`: after {} connections of {} `GET /hello` each, \
+             `/stats` has a line `thread N requests_served M` for each loop, at least two with \
+             M above 0, adding up to `requests_served`; and by `/proc`, at least two threads \
+             each did {}% or more of the work (CPU time).",
+            THREADS, CONNECTIONS, REQUESTS_EACH, (SERVING_SHARE * 100.0).round())),
+    ]
+}
+// ANCHOR_END: rules
+
+/// This module's constants as its texts quote them (see `Module::quoted`).
+fn quoted() -> Vec<String> {
+    vec![
+        THREADS.to_string(),
+        CONNECTIONS.to_string(),
+        REQUESTS_EACH.to_string(),
+        format!("{}", (SERVING_SHARE * 100.0).round()),
+    ]
 }
 
 #[cfg(test)]

@@ -5,13 +5,32 @@
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::{
-    broken, check, connect, corpus, exchange, expect_status, first_line, get, post, receive,
-    sending, stats_value, still_serves, until_read, Outcome, Probed, Stop, Target, HELLO, PATIENCE,
-};
+use super::corpus;
 use crate::client::Client;
+use crate::manifest::Capability;
+use crate::probes::checklist::{rule, secs, Rule, FAULTS, READING};
+use crate::probes::{
+    broken, check, connect, exchange, expect_status, first_line, get, post, receive, sending,
+    stats_value, still_serves, until_read, Outcome, Probed, Stop, Target, HELLO, PATIENCE,
+};
+use crate::probes::{probe, Module, Probe};
 use crate::server::Server;
 use crate::site::{self, first_difference};
+
+/// What this module brings the suite: its checks, its row of the capability table and
+/// its rules on the checklist.
+pub(crate) const MODULE: Module =
+    Module { probes: PROBES, on_one_loop: &[], row: None, rules, quoted };
+
+/// The checks, in the order the runner reports them.
+#[rustfmt::skip] // a table: one probe per line
+const PROBES: &[Probe] = &[
+    probe("trickled_request", Capability::Basics, trickled_request),
+    probe("body_split_across_writes", Capability::Basics, body_split_across_writes),
+    probe("client_resets_mid_response", Capability::Basics, client_resets_mid_response),
+    probe("clients_that_vanish", Capability::Basics, clients_that_vanish),
+    probe("serves_after_abuse", Capability::Basics, serves_after_abuse),
+];
 
 /// Sends `request` one byte per write. After every `\r`, and at the end, it waits until
 /// the server has read everything so far, so the server sees the request stop there,
@@ -133,6 +152,10 @@ fn vanish(server: &Server) -> Result<(), Stop> {
     Ok(())
 }
 
+/// How many connections [`serves_after_abuse`]'s `/stats` may count once every other
+/// client has gone: its own.
+const ASKING: u64 = 1;
+
 /// Everything above on one server, and then: does it still serve, and has it let go of
 /// every connection (no leak in its connection table)?
 pub fn serves_after_abuse(target: &Target) -> Probed {
@@ -151,7 +174,7 @@ pub fn serves_after_abuse(target: &Target) -> Probed {
     loop {
         let stats = exchange(&server, &get("/stats"))?;
         match stats_value(&stats, "connections_open") {
-            Some(count) if count <= 1 => return Ok(Outcome::Works),
+            Some(count) if count <= ASKING => return Ok(Outcome::Works),
             Some(count) if Instant::now() >= deadline => {
                 return Err(broken(format!(
                     "after every client left, /stats still shows connections_open {count} \
@@ -163,4 +186,41 @@ pub fn serves_after_abuse(target: &Target) -> Probed {
             None => return Err(broken("GET /stats has no connections_open line")),
         }
     }
+}
+
+// ANCHOR: rules
+/// What this module's checks hold a server to, for the checklist.
+#[rustfmt::skip] // a list: one rule after another, each as long as it needs
+fn rules() -> Vec<Rule> {
+    vec![
+        rule("trickled_request", READING,
+            "A request sent one byte per write, stopping between each CR and its LF, is \
+             answered as if it came whole: `GET /hello`, and `POST /echo` with its body.".to_string()),
+        rule("body_split_across_writes", READING, format!(
+            "A big `POST /echo` sent in five writes (cut inside a header name, at the end of the \
+             head, and twice in the body) is echoed whole. Read what arrives as it arrives: the \
+             check waits until the server has read each piece (by the kernel's count, up to \
+             {}) before it sends the next.",
+            secs(PATIENCE))),
+        rule("client_resets_mid_response", FAULTS,
+            "Clients that reset their connection in the middle of a big `POST /echo` answer, so \
+             that the server's writes fail (EPIPE, ECONNRESET), cost that connection only: the \
+             process lives, and serves the next client.".to_string()),
+        rule("clients_that_vanish", FAULTS,
+            "Clients that connect and leave at every stage (before a byte, mid request line, \
+             after a whole request, during a `/sleep`, mid body) cost nothing.".to_string()),
+        rule("serves_after_abuse", FAULTS, format!(
+            "After the corpus, resets and vanishing clients on one server, it still serves (a \
+             `GET /hello`), and within {} of that, `/stats` says `connections_open` {} or less \
+             (the connection asking): no connection is leaked. A connection counts until \
+             it is really closed, so one still lingering after a refusal (your side shut, \
+             waiting for the client's close) must be gone within those {} too.",
+            secs(PATIENCE), ASKING, secs(PATIENCE))),
+    ]
+}
+// ANCHOR_END: rules
+
+/// This module's constants as its texts quote them (see `Module::quoted`).
+fn quoted() -> Vec<String> {
+    vec![ASKING.to_string()]
 }

@@ -10,7 +10,7 @@
 //! | signals that stop, continue or are ignored | [`stray_signals`] |
 //! | nobody reads the server's stderr any more | [`closed_stderr`] |
 //! | nobody reads the server's stderr *for now*: the pipe fills | [`unread_stderr`] |
-//! | SIGTERM while `poll` waits (EINTR) | `graceful_shutdown` (concurrency.rs), chapters 3 on |
+//! | SIGTERM while `poll` waits (EINTR) | `graceful_shutdown` (graceful_shutdown.rs), chapters 3 on |
 //! | a callback that panics | not from outside, as no route panics: see below |
 //!
 //! About EINTR: only a signal with a *handler* interrupts a waiting system call. Chapters
@@ -31,15 +31,34 @@ use std::fs;
 use std::net::Shutdown;
 use std::time::{Duration, Instant};
 
-use super::{
+use crate::client::{show, Ending, ReadError};
+use crate::manifest::{self, Capability, Expect};
+use crate::probes::checklist::Applies::With;
+use crate::probes::checklist::{count, listed, rule, rule_if, secs, Rule, FAULTS, SHUTDOWN};
+use crate::probes::{
     broken, check, connect, drain, exchange, expect_status, first_line, get, needs_own_server,
     post, receive, seconds, sending, start_big_download, still_serves, until_read, with_site,
     Outcome, Probed, Stop, Target, HELLO, PATIENCE, WHOLE_BODY_WITHIN,
 };
-use crate::client::{show, Ending, ReadError};
-use crate::manifest::{self, Capability, Expect};
+use crate::probes::{probe, Module, Probe};
 use crate::server::{Options, Server};
 use crate::site::{self, first_difference};
+
+/// What this module brings the suite: its checks, its row of the capability table and
+/// its rules on the checklist.
+pub(crate) const MODULE: Module =
+    Module { probes: PROBES, on_one_loop: &[], row: None, rules, quoted };
+
+/// The checks, in the order the runner reports them.
+#[rustfmt::skip] // a table: one probe per line
+const PROBES: &[Probe] = &[
+    probe("half_close", Capability::Basics, half_close),
+    probe("urgent_byte", Capability::Basics, urgent_byte),
+    probe("file_removed_mid_response", Capability::Basics, file_removed_mid_response),
+    probe("stray_signals", Capability::Basics, stray_signals),
+    probe("closed_stderr", Capability::Basics, closed_stderr),
+    probe("unread_stderr", Capability::Basics, unread_stderr),
+];
 
 /// Sends `request`, shuts the sending side (a "half-close": the client says it will send
 /// nothing more, and waits for the answer), and expects `answers` in order, then the end
@@ -128,8 +147,8 @@ pub fn half_close(target: &Target) -> Probed {
 
 /// The sleep of [`urgent_byte`], and how soon after its end the answer must come: at once,
 /// in fact; the margin is for a busy machine.
-pub(super) const URGENT_SLEEP_MS: u64 = 300;
-pub(super) const URGENT_ANSWER_WITHIN: Duration = Duration::from_secs(3);
+pub(crate) const URGENT_SLEEP_MS: u64 = 300;
+pub(crate) const URGENT_ANSWER_WITHIN: Duration = Duration::from_secs(3);
 
 /// Nothing a client sends can make its answer wait past the timeouts (the contract), an
 /// urgent byte included. One byte of TCP urgent data (`send` with `MSG_OOB`, what telnet
@@ -232,7 +251,7 @@ pub fn file_removed_mid_response(target: &Target) -> Probed {
 
 /// Signals that do not end a process: ignored by default (WINCH, CHLD, URG; PIPE, which
 /// Rust programs ignore), and a stop and continue (STOP, then CONT).
-pub(super) const STRAY: [&str; 6] = ["WINCH", "CHLD", "URG", "PIPE", "STOP", "CONT"];
+pub(crate) const STRAY: [&str; 6] = ["WINCH", "CHLD", "URG", "PIPE", "STOP", "CONT"];
 
 fn pester(server: &mut Server, moment: &str) -> Result<(), Stop> {
     for name in STRAY {
@@ -416,3 +435,63 @@ pub fn unread_stderr(target: &Target) -> Probed {
     Ok(Outcome::Works)
 }
 // ANCHOR_END: unread_stderr
+
+// ANCHOR: rules
+/// What this module's checks hold a server to, for the checklist.
+#[rustfmt::skip] // a list: one rule after another, each as long as it needs
+fn rules() -> Vec<Rule> {
+    use Capability::*;
+    let stray: Vec<String> = STRAY.iter().map(|name| format!("SIG{name}")).collect();
+    vec![
+        rule("half_close", FAULTS, format!(
+            "A client that shuts its sending side after its request (a half-close) still gets \
+             its whole answer: `GET /hello`, a big `POST /echo`, a file bigger than the socket \
+             buffers. End of file means no more requests, not that nobody is listening. Once \
+             the answers are sent, the server closes within {}.",
+            secs(PATIENCE))),
+        rule_if(With(KeepAlive), "half_close", FAULTS,
+            "Two requests pipelined before the half-close both get their answers.".to_string()),
+        rule("file_removed_mid_response", FAULTS,
+            "A file removed, and another written under its name, while a slow client downloads \
+             it: that client gets the original bytes, or a clean early close, never a mixture. \
+             The next request for the name gets the new file, and once that is removed, a 404: \
+             keep no file contents between requests.".to_string()),
+        rule("stray_signals", FAULTS, format!(
+            "{}, sent while the server waits for clients, sleeps in a `/sleep`, waits for the \
+             rest of a head, and waits to write a big answer: the process lives, and every \
+             request in flight is answered. (Ignore SIGPIPE; a call interrupted with EINTR is \
+             tried again.)",
+            listed(&stray).replace("`SIGSTOP` and `SIGCONT`", "`SIGSTOP` then `SIGCONT`"))),
+        rule("urgent_byte", FAULTS, format!(
+            "`GET /sleep?ms={}`, then one byte of TCP urgent data (`MSG_OOB`): the answer still \
+             comes within {}, and the server still serves. An urgent byte can make a socket \
+             poll readable with nothing for a plain read: a read that waits there must not \
+             hold the answer.",
+            URGENT_SLEEP_MS, secs(URGENT_ANSWER_WITHIN))),
+        rule("closed_stderr", FAULTS,
+            "Started with `--trace`, and with nobody reading its standard error any more (every \
+             write to it fails: EPIPE), the server goes on: `GET /hello` 200, one without \
+             `Host` 400, a missing file 404, a `/sleep` 200. Logging never stops the server.".to_string()),
+        rule("unread_stderr", FAULTS, format!(
+            "Started with `--trace`, and with its standard error a pipe that is never read (once \
+             the pipe's buffer is full, a write to it waits until someone reads), the server \
+             answers {} `GET /hello` one after the other, each within {}, and still serves. A \
+             line that cannot be written at once is dropped (and counted), never waited for.",
+            count(UNREAD_STDERR_REQUESTS), secs(PATIENCE))),
+        rule_if(With(GracefulShutdown), "closed_stderr", SHUTDOWN, format!(
+            "With standard error closed, SIGTERM still ends the process with exit status 0, \
+             within {}: a write or flush that fails on the way out must not change the exit \
+             status.",
+            secs(PATIENCE))),
+        rule_if(With(GracefulShutdown), "unread_stderr", SHUTDOWN, format!(
+            "With standard error a full pipe nobody reads, SIGTERM still ends the process with \
+             exit status 0 within {}: the goodbye that cannot be written is dropped.",
+            secs(PATIENCE))),
+    ]
+}
+// ANCHOR_END: rules
+
+/// This module's constants as its texts quote them (see `Module::quoted`).
+fn quoted() -> Vec<String> {
+    vec![URGENT_SLEEP_MS.to_string(), secs(URGENT_ANSWER_WITHIN), count(UNREAD_STDERR_REQUESTS)]
+}

@@ -29,12 +29,26 @@
 use std::net::Shutdown;
 use std::time::Instant;
 
-use super::{
+use crate::client::{show, ReadError};
+use crate::manifest::Capability;
+use crate::probes::checklist::{count, rule, secs, size, Rule, READING};
+use crate::probes::{
     broken, connect, get, post, receive, seconds, still_serves, Outcome, Probed, Stop, Target,
     HELLO, PATIENCE, PROMPTLY,
 };
-use crate::client::{show, ReadError};
+use crate::probes::{probe, Module, Probe};
 use crate::server::Server;
+
+/// What this module brings the suite: its checks, its row of the capability table and
+/// its rules on the checklist.
+pub(crate) const MODULE: Module =
+    Module { probes: PROBES, on_one_loop: &[], row: None, rules, quoted };
+
+/// The checks, in the order the runner reports them.
+#[rustfmt::skip] // a table: one probe per line
+const PROBES: &[Probe] = &[
+    probe("conformance_corpus", Capability::Basics, conformance_corpus),
+];
 
 // ANCHOR: behind
 /// Sent right behind every refused request, in the same write. It must never be answered.
@@ -48,11 +62,11 @@ const FOLLOW_UP: &[u8] =
 /// The contract's limits on a request. Its head (the request line and the header lines,
 /// counting any empty lines before the request line) is at most this long: 431 past it
 /// (414 will do for a target that is too long by itself) ...
-pub(super) const HEAD_LIMIT: usize = 8 * 1024;
+pub(crate) const HEAD_LIMIT: usize = 8 * 1024;
 /// ... and has at most this many header lines (`Host` included): 431 past it.
-pub(super) const HEADER_LINES_LIMIT: usize = 100;
+pub(crate) const HEADER_LINES_LIMIT: usize = 100;
 /// The longest body `POST /echo` takes: 413 past it, from the head alone.
-pub(super) const BODY_LIMIT: usize = 1024 * 1024;
+pub(crate) const BODY_LIMIT: usize = 1024 * 1024;
 
 /// What a row of the corpus must get.
 #[derive(Clone, Copy, Debug)]
@@ -469,6 +483,43 @@ pub fn conformance_corpus(target: &Target) -> Probed {
     Ok(Outcome::Works)
 }
 // ANCHOR_END: conformance_corpus
+
+// ANCHOR: rules
+/// What this module's checks hold a server to, for the checklist.
+#[rustfmt::skip] // a list: one rule after another, each as long as it needs
+fn rules() -> Vec<Rule> {
+    vec![
+        rule("conformance_corpus", READING, format!(
+            "Every row of [the conformance corpus](#the-conformance-corpus-row-by-row) gets its \
+             answer: {} requests that break, or stretch, RFC 9112's rules, each on a new \
+             connection.",
+            corpus().len())),
+        rule("conformance_corpus", READING, format!(
+            "The limits: a request head (the request line, the header lines, and any empty \
+             lines before the request line) over {} is refused with 431 (414 will do for a \
+             target too long by itself; 400 for a head that is all empty lines), and so is a \
+             head with more than {} header lines, `Host` included.",
+            size(HEAD_LIMIT as u64), HEADER_LINES_LIMIT)),
+        rule("conformance_corpus", READING,
+            "A refused request is answered with `Connection: close`, and the connection then \
+             ends: a request sent right behind it, in the same write, is never answered. A \
+             request that is answered leaves the connection usable: the request behind it is \
+             answered next.".to_string()),
+        rule("conformance_corpus", READING, format!(
+            "A head that can never become a valid request is refused as soon as the bytes that \
+             make it so arrive, within {}, while the client waits with the head unfinished: a \
+             bad byte in the method, a bad version, a stray CR or bare LF, whitespace before a \
+             colon, obs-fold, a `Content-Length` that is not digits or is over the body limit, \
+             a header line past the {}th, a head past {}.",
+            secs(PROMPTLY), HEADER_LINES_LIMIT, size(HEAD_LIMIT as u64))),
+    ]
+}
+// ANCHOR_END: rules
+
+/// This module's constants as its texts quote them (see `Module::quoted`).
+fn quoted() -> Vec<String> {
+    vec![count(corpus().len()), size(HEAD_LIMIT as u64), HEADER_LINES_LIMIT.to_string()]
+}
 
 #[cfg(test)]
 mod tests {
