@@ -1,7 +1,7 @@
 # A lab for chapter 4: chapter 3's program in a crate of the student's own, and its README;
 # then the same command again, which refuses the folder it has just filled.
 # inputs: book/tools/src/bin/lab tests/src/chapters.rs tests/src/manifest.rs tests/src/flags.rs
-# inputs: tests/src/probes/mod.rs tests/Cargo.toml chapters/03-event-loop Cargo.toml Cargo.lock
+# inputs: tests/src/probes tests/Cargo.toml chapters/03-event-loop Cargo.toml Cargo.lock
 # inputs: book/src/ch04-scheduler.md
 # inputs: book/tools/Cargo.toml
 # timeout: 300
