@@ -126,8 +126,8 @@ struct Connection {
     received: Buffer,
     out: Buffer,
     done: bool,
-    held: Rc<Cell<bool>>, // while a worker makes its next piece, which a step leaves here (new):
-    piece: Rc<RefCell<Option<Piece>>>,
+    held: Rc<Cell<bool>>, // while a worker makes its next piece (shared with the step after it)
+    piece: Rc<RefCell<Option<Piece>>>, // new: where that step leaves the piece
 }
 
 impl Connection {
@@ -145,7 +145,7 @@ impl Connection {
             _ => return self.done = true, // end of file or a reset: the client is gone
         }
         // A whole request: answer it (with `Connection: close`: one request a connection).
-        // New: a worker does what it asks and makes the answer's head (opening a file).
+        // New: a worker does what it asks and makes the first piece (of a file, the head).
         let context = Context { chapter: config.chapter, upstream: config.upstream, stats: *stats };
         let app = |request: &http::Request| app::handle(request, &context).into_owned();
         let Some(taken) = http::take_request(&mut self.received, app) else { return };
