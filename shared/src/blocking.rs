@@ -60,3 +60,7 @@ pub fn first_piece(
     write_response(&mut piece, &response, &framing, config.chapter, &date::now());
     (piece, file.filter(|_| !framing.head_only)) // a HEAD: no body to send
 }
+
+#[cfg(test)]
+#[path = "blocking_tests.rs"]
+mod tests;

@@ -236,6 +236,19 @@ mod tests {
     }
 
     #[test]
+    fn next_piece_reads_until_the_end_then_lets_the_file_go() {
+        let root = crate::args::default_root();
+        let (file, length) = open(&root, Path::new("notes.txt"), Duration::ZERO).unwrap();
+        let (mut open_file, mut sent) = (Some(file), 0);
+        while let Some(file) = open_file.take() {
+            let (piece, next) = next_piece(file, Duration::ZERO);
+            sent += piece.len() as u64;
+            open_file = next; // `None` after the piece that comes back empty
+        }
+        assert_eq!(sent, length);
+    }
+
+    #[test]
     fn types() {
         assert_eq!(content_type(Path::new("a.HTML")), "text/html; charset=utf-8");
         assert_eq!(content_type(Path::new("a")), "application/octet-stream");
