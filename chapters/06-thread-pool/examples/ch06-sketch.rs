@@ -1,19 +1,17 @@
 //! Sketch of chapter 6: a thread pool. `poll` cannot wait for a disk (a file is always ready,
-//! and then `read` blocks), so `run` gives each blocking call to a worker and returns a promise
-//! of its result, which the loop resolves when the worker rings its doorbell (a self-pipe).
+//! and then `read` blocks), so `run` gives each blocking call to a worker thread and returns a
+//! promise of its result, which the loop resolves when the worker rings its doorbell.
 //!
 //! Left out (`chapters/06-thread-pool/src/` has them): a job that panics, a file that fails
 //! mid-read; and sketch 5's timers and chapter 5's upstream chain (here they block a worker).
 
 use std::io::{self, Read, Write};
-use std::sync::{mpsc, Arc, Mutex};
 use std::{cell::Cell, cell::RefCell, collections::VecDeque, net::TcpStream, os::fd::AsFd, rc::Rc};
-use std::{fs::File, thread};
+use std::{fs::File, sync::mpsc, sync::Arc, sync::Mutex, thread};
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
-use shared::app::{self, Action, Context, Stats};
-use shared::http::{date, response::write_response, response::Framing};
+use shared::app::{self, Context, Stats};
 use shared::{args::Config, blocking, buffer::Buffer, files, http, listener, self_pipe, trace};
 
 fn main() {
@@ -22,14 +20,25 @@ fn main() {
     let listener = listener::listen(&config, true); // non-blocking: `accept` never waits
     let mut connections: Vec<Connection> = Vec::new();
     let mut stats = Stats::default();
+    // New: the workers, as the Rust Book's `ThreadPool`: each takes a job from one channel (its
+    // turn at the `Mutex`), runs it, and rings the loop's doorbell.
     let doorbell = Arc::new(self_pipe::SelfPipe::new().expect("a socket pair for the doorbell"));
-    let jobs = start_workers(config.workers, &doorbell);
+    let (jobs, waiting) = mpsc::channel::<Job>();
+    let waiting = Arc::new(Mutex::new(waiting));
+    for _ in 0..config.workers {
+        let (waiting, doorbell) = (waiting.clone(), doorbell.clone());
+        thread::spawn(move || loop {
+            let Ok(job) = waiting.lock().unwrap().recv() else { return }; // the loop is gone
+            job(); // (the lock was let go at the end of the line before)
+            doorbell.wake();
+        });
+    }
     let mut el = EventLoop { jobs, running: Vec::new(), ready: VecDeque::new() };
     loop {
-        // Say what we wait for: clients, what each connection needs, new: the workers' doorbell.
+        // Say what we wait for: clients on the listener, and what each connection needs.
         let mut fds = vec![PollFd::new(listener.as_fd(), Interest::POLLIN)];
         fds.extend(connections.iter().map(|c| PollFd::new(c.stream.as_fd(), c.interest())));
-        fds.push(PollFd::new(doorbell.as_fd(), Interest::POLLIN));
+        fds.push(PollFd::new(doorbell.as_fd(), Interest::POLLIN)); // new: the workers' doorbell
         trace!("poll: waiting on {} fds", fds.len());
         let _ = poll(&mut fds, PollTimeout::NONE); // an error (a signal): nothing is ready
         let ready: Vec<_> = fds.iter().map(|f| f.revents().unwrap_or(Interest::empty())).collect();
@@ -45,7 +54,8 @@ fn main() {
         if ready[0].contains(Interest::POLLIN) {
             listener::accept_all(&listener, |stream, _| connections.push(Connection::new(stream)));
         }
-        // New: settle the jobs that are done, then run the steps that became ready.
+        // New: settle the jobs that are done (a job done after the drain rings again), then run
+        // the steps that became ready.
         doorbell.drain();
         for (result, deferred) in std::mem::take(&mut el.running) {
             match result.try_recv() {
@@ -65,7 +75,7 @@ fn main() {
 /// What a socket waits for: POLLIN (to read without waiting), POLLOUT (to write).
 type Interest = PollFlags;
 
-/// What the loop keeps for promises: the jobs' Deferreds (new), and the steps to run.
+/// What the loop keeps for promises: new, the jobs' Deferreds, and the steps to run.
 struct EventLoop {
     jobs: mpsc::Sender<Job>, // to the workers
     running: Vec<(mpsc::Receiver<Piece>, Deferred<Piece>)>,
@@ -93,7 +103,7 @@ fn deferred<T>() -> (Deferred<T>, Promise<T>) {
 impl<T: 'static> Deferred<T> {
     /// Settles it, once (it takes `self`): its step is queued, to run after this call.
     fn resolve(self, value: T, el: &mut EventLoop) {
-        let Some(step) = self.0.take() else { return }; // nothing follows: the chain's end
+        let Some(step) = self.0.take() else { return }; // no next step: the chain's end
         el.ready.push_back(Box::new(move |el, ()| step(el, value)));
     }
 }
@@ -116,16 +126,14 @@ struct Connection {
     received: Buffer,
     out: Buffer,
     done: bool,
-    held: Rc<Cell<bool>>, // while a worker makes its next piece, which a chain leaves here
-    piece: Rc<RefCell<Option<Piece>>>,
-    file: Option<File>, // new: a file being sent, between two pieces
+    held: Rc<Cell<bool>>, // while a worker makes its next piece (shared with the step after it)
+    piece: Rc<RefCell<Option<Piece>>>, // new: where that step leaves the piece
 }
 
 impl Connection {
     fn new(stream: TcpStream) -> Connection {
-        let (received, out, held, piece) =
-            (Buffer::new(), Buffer::new(), Rc::default(), Rc::default());
-        Connection { stream, received, out, done: false, held, piece, file: None }
+        let (received, out, held) = (Buffer::new(), Buffer::new(), Rc::default());
+        Connection { stream, received, out, done: false, held, piece: Rc::default() }
     }
 
     /// Bytes came, or end of file, or an error. One read: if more is waiting, we hear again.
@@ -137,22 +145,26 @@ impl Connection {
             _ => return self.done = true, // end of file or a reset: the client is gone
         }
         // A whole request: answer it (with `Connection: close`: one request a connection).
-        // New: a worker makes the answer's head, opening the file a `/files/` sends.
+        // New: a worker does what it asks and makes the first piece (of a file, the head).
         let context = Context { chapter: config.chapter, upstream: config.upstream, stats: *stats };
         let app = |request: &http::Request| app::handle(request, &context).into_owned();
         let Some(taken) = http::take_request(&mut self.received, app) else { return };
-        let rejected = |response| (Action::Respond(response), Framing::CLOSE); // bad bytes
-        let (action, framing) = taken.unwrap_or_else(rejected);
         stats.requests_served += 1;
-        let (framing, config) = (Framing { keep_alive: false, ..framing }, config.clone());
-        self.wait_for(el, move || head(action, framing, &config));
+        let config = config.clone();
+        self.wait_for(el, move || blocking::first_piece(taken, &config));
     }
 
     /// There is room to write: send what the kernel takes now, and `poll` for the rest.
     fn on_writable(&mut self, config: &Config, el: &mut EventLoop) {
-        if let Some((bytes, file)) = self.piece.take() {
-            self.out.extend_from_slice(&bytes);
-            self.file = file.filter(|_| !bytes.is_empty()); // an empty piece: the end
+        // New: once the last piece is out, the next, and the one after it is read meanwhile.
+        if self.out.is_empty() {
+            if let Some((bytes, file)) = self.piece.take() {
+                self.out.extend_from_slice(&bytes);
+                let delay = config.fs_delay;
+                if let Some(file) = file {
+                    self.wait_for(el, move || files::next_piece(file, delay));
+                }
+            }
         }
         while !self.out.is_empty() {
             match self.stream.write(&self.out) {
@@ -161,15 +173,10 @@ impl Connection {
                 Err(_) => return self.done = true, // the client left
             }
         }
-        // All sent. New: the file's next piece, read on a worker; or, with none, close.
-        let Some(mut file) = self.file.take() else { return self.done = true };
-        let delay = config.fs_delay; // (a read that fails sends nothing: the answer ends)
-        self.wait_for(el, move || {
-            (files::read_chunk(&mut file, delay).unwrap_or_default(), Some(file))
-        });
+        self.done = !self.held.get() && self.piece.borrow().is_none(); // all sent: close
     }
 
-    /// New: runs `job` on a worker; the chain that follows leaves its piece for `on_writable`.
+    /// New: `job` runs on a worker; the answer is held until the step after it leaves its piece.
     fn wait_for(&mut self, el: &mut EventLoop, job: impl FnOnce() -> Piece + Send + 'static) {
         let (held, piece) = (self.held.clone(), self.piece.clone());
         held.set(true);
@@ -179,42 +186,12 @@ impl Connection {
     /// Read until the request is in, then write until its answer is out, unless it is held.
     fn interest(&self) -> Interest {
         match (self.held.get(), self.out.is_empty() && self.piece.borrow().is_none()) {
-            (true, _) => Interest::empty(),
+            (_, false) => Interest::POLLOUT,
             (false, true) => Interest::POLLIN,
-            (false, false) => Interest::POLLOUT,
+            (true, true) => Interest::empty(), // a worker is making the next piece
         }
     }
 }
 
-/// New, on a worker: the answer's head, and the file to send after it, if any.
-fn head(action: Action, framing: Framing, config: &Config) -> Piece {
-    let (response, file) = match action {
-        Action::ReadFile { path } => match files::open(&config.root, &path, config.fs_delay) {
-            Ok((file, length)) => (files::streamed_response(&path, length), Some(file)),
-            Err(error) => (files::error_response(&error), None), // 404, or 500
-        },
-        action => (blocking::perform(action, config), None),
-    };
-    let mut head = Vec::new();
-    write_response(&mut head, &response, &framing, config.chapter, &date::now());
-    (head, file.filter(|_| !framing.head_only))
-}
-
 /// What a worker runs: a blocking call, and the sending of its result.
 type Job = Box<dyn FnOnce() + Send>;
-
-/// Threads for the calls the loop must not make, as the Rust Book's `ThreadPool`: workers take
-/// jobs from one channel, each its turn at the `Mutex`, and ring the loop's doorbell after each.
-fn start_workers(workers: usize, doorbell: &Arc<self_pipe::SelfPipe>) -> mpsc::Sender<Job> {
-    let (jobs, waiting) = mpsc::channel::<Job>();
-    let waiting = Arc::new(Mutex::new(waiting));
-    for _ in 0..workers {
-        let (waiting, doorbell) = (waiting.clone(), doorbell.clone());
-        thread::spawn(move || loop {
-            let Ok(job) = waiting.lock().unwrap().recv() else { return }; // the loop is gone
-            job(); // (the lock was let go at the end of the line before)
-            doorbell.wake();
-        });
-    }
-    jobs
-}

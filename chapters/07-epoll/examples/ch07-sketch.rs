@@ -12,9 +12,7 @@ use nix::poll::PollFlags;
 #[cfg(target_os = "linux")]
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags};
 
-use shared::app::{self, Action, Context, Stats};
-use shared::http::{date, response::write_response, response::Framing};
-use shared::{args::Config, blocking, buffer::Buffer, http, listener, trace};
+use shared::{app::Stats, args::Config, blocking, buffer::Buffer, http, listener, trace};
 
 fn main() {
     if cfg!(not(target_os = "linux")) {
@@ -87,16 +85,11 @@ impl Connection {
             _ => return self.done = true, // end of file or a reset: the client is gone
         }
         // A whole request: answer it (with `Connection: close`: one request a connection).
-        let context = Context { chapter: config.chapter, upstream: config.upstream, stats: *stats };
-        let app = |request: &http::Request| app::handle(request, &context).into_owned();
-        let Some(taken) = http::take_request(&mut self.received, app) else { return };
-        let rejected = |response| (Action::Respond(response), Framing::CLOSE); // bad bytes
-        let (action, framing) = taken.unwrap_or_else(rejected);
-        stats.requests_served += 1;
-        let (framing, response) =
-            (Framing { keep_alive: false, ..framing }, blocking::perform(action, config));
-        write_response(&mut self.out, &response, &framing, config.chapter, &date::now());
-        self.on_writable(); // most answers fit in the socket at once
+        let app = |request: &http::Request| blocking::run_app(request, config, stats);
+        if http::answer(&mut self.received, &mut self.out, config.chapter, false, app).is_some() {
+            stats.requests_served += 1;
+            self.on_writable(); // most answers fit in the socket at once
+        }
     }
 
     /// There is room to write: send what the kernel takes now, and `poll` for the rest.
