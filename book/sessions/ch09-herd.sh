@@ -7,7 +7,8 @@
 @ cp chapters/09-multicore/src/main.rs /tmp/herd-main.rs
 @ cp chapters/09-multicore/src/net.rs /tmp/herd-net.rs
 @ cp chapters/09-multicore/src/reactor.rs /tmp/herd-reactor.rs
-@ trap 'cp /tmp/herd-main.rs chapters/09-multicore/src/main.rs; cp /tmp/herd-net.rs chapters/09-multicore/src/net.rs; cp /tmp/herd-reactor.rs chapters/09-multicore/src/reactor.rs' EXIT INT TERM
+@ cp chapters/09-multicore/src/reactor/epoll.rs /tmp/herd-epoll.rs
+@ trap 'cp /tmp/herd-main.rs chapters/09-multicore/src/main.rs; cp /tmp/herd-net.rs chapters/09-multicore/src/net.rs; cp /tmp/herd-reactor.rs chapters/09-multicore/src/reactor.rs; cp /tmp/herd-epoll.rs chapters/09-multicore/src/reactor/epoll.rs' EXIT INT TERM
 $ cat > /tmp/conns.py <<'EOF'
 # Makes N connections, one after another, each asking GET /hello and reading the answer.
 import socket, sys
@@ -32,34 +33,39 @@ $ kill %1
 @ wait
 @ git apply <<'EOF'
 diff --git a/chapters/09-multicore/src/main.rs b/chapters/09-multicore/src/main.rs
-index 1f1d423..d2d12dc 100644
+index 28edff4..eb800fe 100644
 --- a/chapters/09-multicore/src/main.rs
 +++ b/chapters/09-multicore/src/main.rs
-@@ -105,10 +105,11 @@ fn main() {
+@@ -105,7 +105,7 @@ fn main() {
+     if config.port != 0 {
+         drop(listener::bind(&config.host, config.port, true).unwrap_or_else(|e| fail("listen", e)));
+     }
 -    // One listener per loop, all on the same port. The first picks it (`--port 0`).
 +    // Exercise 3: one listener, a copy of its descriptor for every loop's epoll.
      let first = bind(&config.host, config.port).unwrap_or_else(|error| fail("listen", error));
      let port = first.local_addr().map_or(config.port, |address| address.port());
--    let mut listeners = vec![first];
-+    let mut listeners = Vec::new();
-     for _ in 1..config.threads {
--        listeners.push(bind(&config.host, port).unwrap_or_else(|error| fail("listen", error)));
-+        listeners.push(first.try_clone().unwrap_or_else(|error| fail("listen", error)));
-     }
-+    listeners.insert(0, first);
-     // ANCHOR_END: listeners
-     let doorbells = (0..config.threads).map(|_| SelfPipe::new().map(Arc::new));
-     let doorbells =
-@@ -238,7 +239,4 @@ impl Server {
- /// kernel hands each new connection to one of them (by a hash of its addresses).
+     let mut listeners = vec![first];
+@@ -246,8 +246,6 @@ impl Server {
+ /// FreeBSD (12 on) calls it `SO_REUSEPORT_LB`; macOS has no such thing (see [`another`]).
  fn bind(host: &str, port: u16) -> io::Result<TcpListener> {
--    listener::bind_with(host, port, |socket| {
+     listener::bind_with(host, port, |socket| {
+-        #[cfg(target_os = "linux")]
 -        socket.set_reuse_port(true)?;
--        socket.set_nonblocking(true)
--    })
-+    listener::bind_with(host, port, |socket| socket.set_nonblocking(true))
+         #[cfg(target_os = "freebsd")]
+         socket.set_reuse_port_lb(true)?;
+         socket.set_nonblocking(true)
+@@ -259,8 +257,8 @@ fn bind(host: &str, port: u16) -> io::Result<TcpListener> {
+ /// every connection, the loops share the first listener instead (each a descriptor of it):
+ /// a new client wakes every loop, and one accepts it. `--threads` still counts loops.
+ #[cfg(any(target_os = "linux", target_os = "freebsd"))]
+-fn another(_first: &TcpListener, host: &str, port: u16) -> io::Result<TcpListener> {
+-    bind(host, port)
++fn another(first: &TcpListener, _host: &str, _port: u16) -> io::Result<TcpListener> {
++    first.try_clone() // Exercise 3: as on macOS, on Linux too
  }
-@@ -248,7 +248,13 @@ fn bind(host: &str, port: u16) -> io::Result<TcpListener> {
+ 
+ #[cfg(not(any(target_os = "linux", target_os = "freebsd")))]
+@@ -273,7 +271,13 @@ fn another(first: &TcpListener, _host: &str, _port: u16) -> io::Result<TcpListen
  /// The listener's task: accepts clients, a task for each, until the server shuts down.
  async fn accept(listener: Async<TcpListener>, server: Rc<Server>) {
      loop {
@@ -71,9 +77,9 @@ index 1f1d423..d2d12dc 100644
 +            }
 +            accepted
 +        });
-         let accepted = match race(accept, server.shutdown.wait()).await {
-             Winner::First(accepted) => accepted,
-             Winner::Second(()) => break, // shutting down
+         // The shutdown first, so that once it has begun not one more client is taken in.
+         let accepted = match race(server.shutdown.wait(), accept).await {
+             Winner::Second(accepted) => accepted,
 EOF
 $ git diff chapters/09-multicore
 @ cargo build --release -p ch09-multicore
@@ -91,42 +97,11 @@ $ grep -c 'accept: would block' /tmp/herd.txt
 $ kill %1
 @ wait
 @ git apply <<'EOF'
---- a/chapters/09-multicore/src/reactor.rs
-+++ b/chapters/09-multicore/src/reactor.rs
-@@ -112,6 +112,16 @@
-         })
-     }
- 
-+    /// Exercise 3: watches `fd` for `flags` only, and with `EPOLLEXCLUSIVE`, which epoll
-+    /// takes only when a descriptor is added: so out first, and in again.
-+    pub fn exclusive(self, fd: BorrowedFd, flags: EpollFlags) -> io::Result<()> {
-+        with(|reactor| {
-+            reactor.epoll.delete(fd)?;
-+            let flags = flags | EpollFlags::EPOLLEXCLUSIVE;
-+            Ok(reactor.epoll.add(fd, EpollEvent::new(flags, self.0))?)
-+        })
-+    }
-+
-     /// Stops watching `fd`: call it before the socket closes (`Drop` of its owner).
-     pub fn deregister(self, fd: BorrowedFd) {
-         let _ = with(|reactor| {
---- a/chapters/09-multicore/src/net.rs
-+++ b/chapters/09-multicore/src/net.rs
-@@ -38,6 +38,11 @@
-         &self.inner
-     }
- 
-+    /// Exercise 3: see `Source::exclusive`.
-+    pub fn exclusive(&self, flags: nix::sys::epoll::EpollFlags) -> io::Result<()> {
-+        self.source.exclusive(self.inner.as_fd(), flags)
-+    }
-+
-     /// Runs `call` on the descriptor until it does not say `EAGAIN`, waiting until the
-     /// descriptor is readable before each try: `accept`, `read`, draining a pipe.
-     pub async fn read_with<R>(&self, mut call: impl FnMut(&T) -> io::Result<R>) -> io::Result<R> {
+diff --git a/chapters/09-multicore/src/main.rs b/chapters/09-multicore/src/main.rs
+index eb800fe..84115e3 100644
 --- a/chapters/09-multicore/src/main.rs
 +++ b/chapters/09-multicore/src/main.rs
-@@ -31,6 +31,7 @@
+@@ -32,6 +32,7 @@ use std::sync::{Arc, Barrier};
  use std::thread;
  use std::time::{Duration, Instant};
  
@@ -134,7 +109,7 @@ $ kill %1
  use shared::app::{Context, Stats};
  use shared::args::{Config, Extra};
  use shared::http::{date, Response};
-@@ -156,7 +157,11 @@
+@@ -162,7 +163,11 @@ fn run_loop(
          loops,
          index,
      });
@@ -146,6 +121,58 @@ $ kill %1
 +    spawn(accept(listener, server.clone()));
      if let Some(signals) = signals {
          spawn(broadcast_signal(watch(signals), server.clone()));
+     }
+diff --git a/chapters/09-multicore/src/net.rs b/chapters/09-multicore/src/net.rs
+index 2bd785f..59a7fc3 100644
+--- a/chapters/09-multicore/src/net.rs
++++ b/chapters/09-multicore/src/net.rs
+@@ -39,6 +39,11 @@ impl<T: AsFd> Async<T> {
+         &self.inner
+     }
+ 
++    /// Exercise 3: see `Source::exclusive`.
++    pub fn exclusive(&self, flags: nix::sys::epoll::EpollFlags) -> io::Result<()> {
++        self.source.exclusive(self.inner.as_fd(), flags)
++    }
++
+     /// Runs `call` on the descriptor until it does not say `EAGAIN`, waiting until the
+     /// descriptor is readable before each try: `accept`, `read`, draining a pipe.
+     pub async fn read_with<R>(&self, mut call: impl FnMut(&T) -> io::Result<R>) -> io::Result<R> {
+diff --git a/chapters/09-multicore/src/reactor.rs b/chapters/09-multicore/src/reactor.rs
+index fa7a514..9ba452e 100644
+--- a/chapters/09-multicore/src/reactor.rs
++++ b/chapters/09-multicore/src/reactor.rs
+@@ -132,6 +132,12 @@ impl Source {
+         })
+     }
+ 
++    /// Exercise 3: watches `fd` for `flags` only, with `EPOLLEXCLUSIVE` (epoll's, so Linux
++    /// only): see `Poller::exclusive`.
++    pub fn exclusive(self, fd: BorrowedFd, flags: nix::sys::epoll::EpollFlags) -> io::Result<()> {
++        with(|reactor| reactor.poller.exclusive(fd, self.0, flags))
++    }
++
+     /// Stops watching `fd`: call it before the socket closes (`Drop` of its owner).
+     pub fn deregister(self, fd: BorrowedFd) {
+         let _ = with(|reactor| {
+diff --git a/chapters/09-multicore/src/reactor/epoll.rs b/chapters/09-multicore/src/reactor/epoll.rs
+index d3ecd89..f6e561e 100644
+--- a/chapters/09-multicore/src/reactor/epoll.rs
++++ b/chapters/09-multicore/src/reactor/epoll.rs
+@@ -36,6 +36,14 @@ impl Poller {
+         Ok(self.epoll.add(fd, EpollEvent::new(flags, key))?)
+     }
+ 
++    /// Exercise 3: watches `fd` for `flags` only, and with `EPOLLEXCLUSIVE`, which epoll
++    /// takes only when a descriptor is added: so out first, and in again.
++    pub fn exclusive(&self, fd: BorrowedFd, key: u64, flags: EpollFlags) -> io::Result<()> {
++        self.epoll.delete(fd)?;
++        let flags = flags | EpollFlags::EPOLLEXCLUSIVE;
++        Ok(self.epoll.add(fd, EpollEvent::new(flags, key))?)
++    }
++
+     pub fn delete(&self, fd: BorrowedFd) -> io::Result<()> {
+         Ok(self.epoll.delete(fd)?)
      }
 EOF
 @ cargo build --release -p ch09-multicore
