@@ -27,5 +27,5 @@ done
 exit "$status"
 END
 # expect: chapter 3: {} checks: * 0 fail
-# expect: chapter 4: {} checks: {} pass, 4 expected limitations, 9 fail
+# expect: chapter 4: {} checks: {} pass, 4 expected limitations, 10 fail
 $ sh /tmp/grade.sh /tmp/ana-ch04 4; echo "exit status $?"

@@ -9,7 +9,7 @@
 @ cargo run -q -p book-tools --bin lab -- 4 /tmp/ana-ch04
 @ cargo build --release --manifest-path /tmp/ana-ch04/Cargo.toml
 # expect: FAIL  graceful shutdown on SIGTERM (expected: has it): 1 of 2 checks fails; broken: prompt_shutdown
-# expect: {} checks: {} pass, 4 expected limitations, 9 fail
+# expect: {} checks: {} pass, 4 expected limitations, 10 fail
 $ cargo run -p suite -- --command /tmp/ana-ch04/target/release/ana-ch04 --chapter 4 \
     2>/dev/null | sed -n '/^by row/,$p'
 $ cargo run -p suite -- --command /tmp/ana-ch04/target/release/ana-ch04 --chapter 4 \

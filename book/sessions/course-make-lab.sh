@@ -8,5 +8,6 @@
 @ rm -rf /tmp/ana-ch04
 @ cargo build -p book-tools --bin lab
 $ cargo run -p book-tools --bin lab -- 4 /tmp/ana-ch04
+# expect: *{} checks: {} pass, 4 expected limitations, 10 fail*
 $ cat /tmp/ana-ch04/README.md
 $ cargo run -p book-tools --bin lab -- 4 /tmp/ana-ch04; echo "exit status $?"
