@@ -42,9 +42,9 @@ pub fn fetch<S: 'static>(
             read_answer(event_loop, socket, state, stream, ResponseReader::new())
         });
     let timed_out = five_seconds.then(|(), _, _| Ok(upstream::gateway_timeout()));
-    // ANCHOR_END: chain
 
     Ok((socket, timeout, race(fetched, timed_out)))
+    // ANCHOR_END: chain
 }
 // ANCHOR_END: fetch
 
