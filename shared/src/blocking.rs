@@ -2,14 +2,12 @@
 //! upstream, each with a call that waits until it is done. Chapters 1-3 answer every
 //! request so; the sketches of later chapters hand it the actions their idea leaves alone.
 
-use std::fs::File;
 use std::thread;
 use std::time::Duration;
 
 use crate::app::{self, Action, Context, Stats};
 use crate::args::Config;
-use crate::http::response::{write_response, Framing};
-use crate::http::{date, Request, Response};
+use crate::http::{Request, Response};
 use crate::{files, trace, upstream};
 
 // ANCHOR: run_app
@@ -38,29 +36,3 @@ pub fn perform(action: Action, config: &Config) -> Response {
     }
 }
 // ANCHOR_END: run_app
-
-/// The first piece of the answer to a request [`take_request`](crate::http::take_request)
-/// took (or to bytes it refused), made blocking, for chapter 6's sketch to run on a worker:
-/// the answer as bytes, always with `Connection: close`; for a file only its head, with the
-/// file, opened and not read, whose body the caller sends a [`files::next_piece`] at a time.
-pub fn first_piece(
-    taken: Result<(Action, Framing), Response>, config: &Config,
-) -> (Vec<u8>, Option<File>) {
-    let (action, framing) =
-        taken.unwrap_or_else(|refused| (Action::Respond(refused), Framing::CLOSE));
-    let framing = Framing { keep_alive: false, ..framing };
-    let (response, file) = match action {
-        Action::ReadFile { path } => match files::open(&config.root, &path, config.fs_delay) {
-            Ok((file, length)) => (files::streamed_response(&path, length), Some(file)),
-            Err(error) => (files::error_response(&error), None), // 404, or 500
-        },
-        action => (perform(action, config), None),
-    };
-    let mut piece = Vec::new();
-    write_response(&mut piece, &response, &framing, config.chapter, &date::now());
-    (piece, file.filter(|_| !framing.head_only)) // a HEAD: no body to send
-}
-
-#[cfg(test)]
-#[path = "blocking_tests.rs"]
-mod tests;

@@ -109,16 +109,6 @@ pub fn read_chunk(file: &mut File, delay: Duration) -> io::Result<Vec<u8>> {
     Ok(chunk)
 }
 
-/// The next piece of a file being sent ([`read_chunk`]), with the file for the piece after
-/// it; no file once the piece is empty (the end), and an empty piece if the read failed (the
-/// answer ends there). Blocking; chapter 6's sketch runs it on a worker.
-pub fn next_piece(mut file: File, delay: Duration) -> (Vec<u8>, Option<File>) {
-    match read_chunk(&mut file, delay) {
-        Ok(piece) if !piece.is_empty() => (piece, Some(file)),
-        _ => (Vec::new(), None),
-    }
-}
-
 /// Reads the whole of a file opened by [`open`]. Blocking; sleeps `delay` first.
 pub fn read(file: File, length: u64, delay: Duration) -> io::Result<Vec<u8>> {
     sleep(delay);
@@ -233,19 +223,6 @@ mod tests {
             assert!(resolve(evil).is_err(), "{evil} must be refused");
         }
         assert_eq!(resolve("%zz").unwrap_err().status, 400);
-    }
-
-    #[test]
-    fn next_piece_reads_until_the_end_then_lets_the_file_go() {
-        let root = crate::args::default_root();
-        let (file, length) = open(&root, Path::new("notes.txt"), Duration::ZERO).unwrap();
-        let (mut open_file, mut sent) = (Some(file), 0);
-        while let Some(file) = open_file.take() {
-            let (piece, next) = next_piece(file, Duration::ZERO);
-            sent += piece.len() as u64;
-            open_file = next; // `None` after the piece that comes back empty
-        }
-        assert_eq!(sent, length);
     }
 
     #[test]

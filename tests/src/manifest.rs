@@ -88,7 +88,7 @@ pub const MANIFEST: &Gathered<Row> = &Gathered(|| {
 
 /// What one chapter's sketch (`chapters/NN-name/examples/chNN-sketch.rs`, the chapter's
 /// idea and nothing else) is graded on: rows of the table above, each with every one of its
-/// checks, or only some (see [`Graded::only`]).
+/// checks, only some, or none, the row declared left out (see [`Graded::only`]).
 #[derive(Debug)]
 pub struct Sketch {
     /// The chapter, by number.
@@ -101,8 +101,16 @@ pub struct Sketch {
 pub struct Graded {
     pub capability: Capability,
     /// `None`: every check of the row. `Some((checks, why))`: only these, because the
-    /// row's other checks need more than the sketch's idea, and `why` says what.
+    /// row's other checks need more than the sketch's idea, and `why` says what. No checks
+    /// at all: the row is left out of the sketch (its chapter has it), and `why` says where.
     pub only: Option<(&'static [&'static str], &'static str)>,
+}
+
+impl Graded {
+    /// Whether the sketch is graded on none of the row's checks: the row is left out.
+    pub fn is_left_out(&self) -> bool {
+        self.only.is_some_and(|(checks, _)| checks.is_empty())
+    }
 }
 
 const fn all(capability: Capability) -> Graded {
@@ -115,6 +123,11 @@ const fn only(
     Graded { capability, only: Some((checks, why)) }
 }
 
+/// A row the chapter turns to "yes" whose every check needs more than the sketch's idea.
+const fn left_out(capability: Capability, why: &'static str) -> Graded {
+    Graded { capability, only: Some((&[], why)) }
+}
+
 /// Why the sketches of chapters 4 and 5 are graded on `sleep_elsewhere` alone of their row.
 const ONE_REQUEST: &str = "it answers one request a connection, keep-alive being sketch 3's, \
     so there is nothing to pipeline; and its `/upstream/` still blocks, where the chapter's \
@@ -123,6 +136,10 @@ const ONE_REQUEST: &str = "it answers one request a connection, keep-alive being
 /// Why the sketch of chapter 4 is graded on two of the timeouts.
 const HEADER_TIMEOUT_ONLY: &str = "it keeps no connection alive to time out, and leaves the send \
     timeout to the chapter's `connection.rs`.";
+
+/// Why the sketch of chapter 6 is not graded on a big download's memory.
+const WHOLE_FILE: &str = "a worker reads the whole file and the answer goes out whole; a \
+    download in bounded memory, a piece at a time, is chapter 6's `connection/download.rs`.";
 
 /// Why the sketch of chapter 8 is not graded on `slow_upstream` (its `/upstream/` is a 501).
 const UPSTREAM_AWAITED: &str = "the upstream is one more wait of the same kind: chapter 8's \
@@ -144,7 +161,7 @@ pub const SKETCHES: &[Sketch] = &[
     ] },
     // Promises change how the waits are written, which the suite cannot see: chapter 4's.
     Sketch { chapter: 5, rows: &[only(SleepAndUpstream, &["sleep_elsewhere"], ONE_REQUEST)] },
-    Sketch { chapter: 6, rows: &[all(SlowDisk), all(BoundedDownload)] },
+    Sketch { chapter: 6, rows: &[all(SlowDisk), left_out(BoundedDownload, WHOLE_FILE)] },
     Sketch { chapter: 7, rows: &[all(TenThousandIdle)] },
     // async/await changes how the waits are written: chapter 4's row again.
     Sketch { chapter: 8, rows: &[
@@ -305,6 +322,9 @@ fn sketch_table() -> String {
                         format!("{description} (all {} of its checks)", of_row.len())
                     }
                     None => format!("{description} ({})", quoted(of_row)),
+                    Some((_, why)) if graded.is_left_out() => {
+                        format!("{description} (not graded: {})", why.trim_end_matches('.'))
+                    }
                     Some((checks, why)) => {
                         let left: Vec<&str> =
                             of_row.into_iter().filter(|name| !checks.contains(name)).collect();
@@ -377,8 +397,8 @@ mod tests {
         }
     }
 
-    /// A row graded on only some of its checks names checks of that row, fewer than all,
-    /// and says why in one sentence.
+    /// A row graded on only some of its checks names checks of that row, fewer than all
+    /// (none: the row is left out), and says why in one sentence.
     #[test]
     fn a_sketch_graded_on_some_checks_says_why() {
         for sketch in SKETCHES {
@@ -389,7 +409,7 @@ mod tests {
                     .filter(|probe| probe.capability == graded.capability)
                     .map(|probe| probe.name)
                     .collect();
-                assert!(!checks.is_empty() && checks.len() < of_row.len(), "{checks:?}");
+                assert!(checks.len() < of_row.len(), "{checks:?}");
                 assert!(checks.iter().all(|check| of_row.contains(check)), "{checks:?}");
                 assert!(why.ends_with('.') && !why.contains("  "), "{why}");
             }
@@ -398,6 +418,10 @@ mod tests {
         let names: Vec<&str> = four.iter().map(|probe| probe.name).collect();
         assert!(names.contains(&"departing_clients") && !names.contains(&"slow_upstream"));
         assert_eq!(sketch(1).expect("sketch 1").checks().len(), row_checks(Basics));
+        let six = sketch(6).expect("sketch 6");
+        let names: Vec<&str> = six.checks().iter().map(|probe| probe.name).collect();
+        assert_eq!(names, ["slow_disk"], "sketch 6 leaves the bounded download out");
+        assert!(six.rows.iter().any(|graded| graded.is_left_out()));
     }
 
     fn row_checks(capability: Capability) -> usize {

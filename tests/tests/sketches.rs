@@ -48,7 +48,7 @@ sketches! {
     ],
     sketch_4: 4 [sleep_elsewhere, departing_clients, header_timeout, waits_without_spinning, slowloris],
     sketch_5: 5 [sleep_elsewhere],
-    sketch_6: 6 [slow_disk, big_download_memory],
+    sketch_6: 6 [slow_disk],
     sketch_7: 7 [ten_thousand_idle_slowdown],
     sketch_8: 8 [sleep_elsewhere, answers_as_ready],
     sketch_9: 9 [spread_over_loops],

@@ -2,17 +2,19 @@
 //! and then `read` blocks), so `run` gives each blocking call to a worker thread and returns a
 //! promise of its result, which the loop resolves when the worker rings its doorbell.
 //!
-//! Left out (`chapters/06-thread-pool/src/` has them): a job that panics, a file that fails
-//! mid-read; and sketch 5's timers and chapter 5's upstream chain (here they block a worker).
+//! Left out (`chapters/06-thread-pool/src/` has them): a job that panics; a download in bounded
+//! memory, a piece at a time: chapter 6's `connection/download.rs` (here a worker reads a whole
+//! file); sketch 5's timers and chapter 5's upstream chain (here they block a worker).
 
 use std::io::{self, Read, Write};
-use std::{cell::Cell, cell::RefCell, collections::VecDeque, net::TcpStream, os::fd::AsFd, rc::Rc};
-use std::{fs::File, sync::mpsc, sync::Arc, sync::Mutex, thread};
+use std::{cell::RefCell, collections::VecDeque, net::TcpStream, os::fd::AsFd, rc::Rc};
+use std::{sync::mpsc, sync::Arc, sync::Mutex, thread};
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
-use shared::app::{self, Context, Stats};
-use shared::{args::Config, blocking, buffer::Buffer, files, http, listener, self_pipe, trace};
+use shared::app::{self, Action, Context, Stats};
+use shared::http::{self, date, response::write_response, response::Framing, Response};
+use shared::{args::Config, blocking, buffer::Buffer, listener, self_pipe, trace};
 
 fn main() {
     let config = Config::from_args("ch06-sketch", &[]);
@@ -20,8 +22,7 @@ fn main() {
     let listener = listener::listen(&config, true); // non-blocking: `accept` never waits
     let mut connections: Vec<Connection> = Vec::new();
     let mut stats = Stats::default();
-    // New: the workers, as the Rust Book's `ThreadPool`: each takes a job from one channel (its
-    // turn at the `Mutex`), runs it, and rings the loop's doorbell.
+    // New: the workers, as the Rust Book's `ThreadPool`, each ringing the doorbell after a job.
     let doorbell = Arc::new(self_pipe::SelfPipe::new().expect("a socket pair for the doorbell"));
     let (jobs, waiting) = mpsc::channel::<Job>();
     let waiting = Arc::new(Mutex::new(waiting));
@@ -46,7 +47,7 @@ fn main() {
         // Do what is ready (an error counts as ready: a read meets it).
         for (connection, events) in connections.iter_mut().zip(ready[1..].iter().copied()) {
             if events.contains(Interest::POLLOUT) {
-                connection.on_writable(&config, &mut el);
+                connection.on_writable();
             } else if !events.is_empty() {
                 connection.on_readable(&config, &mut stats, &mut el);
             }
@@ -54,12 +55,11 @@ fn main() {
         if ready[0].contains(Interest::POLLIN) {
             listener::accept_all(&listener, |stream, _| connections.push(Connection::new(stream)));
         }
-        // New: settle the jobs that are done (a job done after the drain rings again), then run
-        // the steps that became ready.
-        doorbell.drain();
+        // New: settle the jobs that are done, then run the steps that became ready.
+        doorbell.drain(); // (a job done after this rings again)
         for (result, deferred) in std::mem::take(&mut el.running) {
             match result.try_recv() {
-                Ok(piece) => deferred.resolve(piece, &mut el),
+                Ok(response) => deferred.resolve(response, &mut el),
                 Err(_) => el.running.push((result, deferred)), // not done yet
             }
         }
@@ -78,12 +78,12 @@ type Interest = PollFlags;
 /// What the loop keeps for promises: new, the jobs' Deferreds, and the steps to run.
 struct EventLoop {
     jobs: mpsc::Sender<Job>, // to the workers
-    running: Vec<(mpsc::Receiver<Piece>, Deferred<Piece>)>,
+    running: Vec<(mpsc::Receiver<Response>, Deferred<Response>)>,
     ready: VecDeque<Step<()>>,
 }
 
 /// New: a promise that a worker settles with what `job` returns (sketch 5's `delay`, for a disk).
-fn run(el: &mut EventLoop, job: impl FnOnce() -> Piece + Send + 'static) -> Promise<Piece> {
+fn run(el: &mut EventLoop, job: impl FnOnce() -> Response + Send + 'static) -> Promise<Response> {
     let ((deferred, promise), (result, receiver)) = (deferred(), mpsc::channel());
     let _ = el.jobs.send(Box::new(move || drop(result.send(job()))));
     el.running.push((receiver, deferred));
@@ -117,23 +117,19 @@ impl<T: 'static> Promise<T> {
     }
 }
 
-/// New: a piece of an answer, made on a worker: bytes to send, and the file if more may come.
-type Piece = (Vec<u8>, Option<File>);
-
 /// One client, remembered between turns: what it has sent so far, what we still owe it.
 struct Connection {
     stream: TcpStream,
     received: Buffer,
-    out: Buffer,
+    out: Rc<RefCell<Buffer>>, // new: shared with the step that writes the answer into it
     done: bool,
-    held: Rc<Cell<bool>>, // while a worker makes its next piece (shared with the step after it)
-    piece: Rc<RefCell<Option<Piece>>>, // new: where that step leaves the piece
+    waiting: bool, // new: for a worker to make the answer
 }
 
 impl Connection {
     fn new(stream: TcpStream) -> Connection {
-        let (received, out, held) = (Buffer::new(), Buffer::new(), Rc::default());
-        Connection { stream, received, out, done: false, held, piece: Rc::default() }
+        let (received, out) = (Buffer::new(), Rc::default());
+        Connection { stream, received, out, done: false, waiting: false }
     }
 
     /// Bytes came, or end of file, or an error. One read: if more is waiting, we hear again.
@@ -145,50 +141,39 @@ impl Connection {
             _ => return self.done = true, // end of file or a reset: the client is gone
         }
         // A whole request: answer it (with `Connection: close`: one request a connection).
-        // New: a worker does what it asks and makes the first piece (of a file, the head).
+        // New: a worker does what it asks, and the step after it writes the answer.
         let context = Context { chapter: config.chapter, upstream: config.upstream, stats: *stats };
         let app = |request: &http::Request| app::handle(request, &context).into_owned();
         let Some(taken) = http::take_request(&mut self.received, app) else { return };
+        let (action, framing) = taken.unwrap_or_else(|bad| (Action::Respond(bad), Framing::CLOSE));
+        let framing = Framing { keep_alive: false, ..framing };
         stats.requests_served += 1;
-        let config = config.clone();
-        self.wait_for(el, move || blocking::first_piece(taken, &config));
+        self.waiting = true;
+        let (server, config, out) = (config.chapter, config.clone(), self.out.clone());
+        run(el, move || blocking::perform(action, &config)).then(move |_, response| {
+            write_response(&mut *out.borrow_mut(), &response, &framing, server, &date::now());
+        });
     }
 
     /// There is room to write: send what the kernel takes now, and `poll` for the rest.
-    fn on_writable(&mut self, config: &Config, el: &mut EventLoop) {
-        // New: once the last piece is out, the next, and the one after it is read meanwhile.
-        if self.out.is_empty() {
-            if let Some((bytes, file)) = self.piece.take() {
-                self.out.extend_from_slice(&bytes);
-                let delay = config.fs_delay;
-                if let Some(file) = file {
-                    self.wait_for(el, move || files::next_piece(file, delay));
-                }
-            }
-        }
-        while !self.out.is_empty() {
-            match self.stream.write(&self.out) {
-                Ok(count) => self.out.consume(count),
+    fn on_writable(&mut self) {
+        let mut out = self.out.borrow_mut();
+        while !out.is_empty() {
+            match self.stream.write(&out) {
+                Ok(count) => out.consume(count),
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => return,
-                Err(_) => return self.done = true, // the client left
+                Err(_) => break, // the client left
             }
         }
-        self.done = !self.held.get() && self.piece.borrow().is_none(); // all sent: close
+        self.done = true; // all sent: close
     }
 
-    /// New: `job` runs on a worker; the answer is held until the step after it leaves its piece.
-    fn wait_for(&mut self, el: &mut EventLoop, job: impl FnOnce() -> Piece + Send + 'static) {
-        let (held, piece) = (self.held.clone(), self.piece.clone());
-        held.set(true);
-        run(el, job).then(move |_, made| (piece.replace(Some(made)), held.set(false)));
-    }
-
-    /// Read until the request is in, then write until its answer is out, unless it is held.
+    /// Read until the request is in, then wait for its answer, then write until it is out.
     fn interest(&self) -> Interest {
-        match (self.held.get(), self.out.is_empty() && self.piece.borrow().is_none()) {
+        match (self.waiting, self.out.borrow().is_empty()) {
             (_, false) => Interest::POLLOUT,
             (false, true) => Interest::POLLIN,
-            (true, true) => Interest::empty(), // a worker is making the next piece
+            (true, true) => Interest::empty(), // a worker is making the answer
         }
     }
 }

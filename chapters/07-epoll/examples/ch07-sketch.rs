@@ -98,7 +98,7 @@ impl Connection {
             match self.stream.write(&self.out) {
                 Ok(count) => self.out.consume(count),
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => return,
-                Err(_) => return self.done = true, // the client left
+                Err(_) => break, // the client left
             }
         }
         self.done = true; // all sent: close

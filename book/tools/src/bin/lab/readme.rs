@@ -407,7 +407,12 @@ pub fn sketch_readme(lab: &SketchLab) -> String {
             .collect();
         let description = manifest::row(graded.capability).description;
         let why = graded.only.map(|(_, why)| format!(" Only these: {why}")).unwrap_or_default();
-        let item = format!("**{description}**. Checked by {}.{why}", checks.join(", "));
+        let item = match graded.only {
+            Some((_, why)) if graded.is_left_out() => {
+                format!("**{description}**. Not graded: {why}")
+            }
+            _ => format!("**{description}**. Checked by {}.{why}", checks.join(", ")),
+        };
         let wrapped = wrap(&item, "- ", "  ");
         out.push_str(&wrapped[..wrapped.len() - 1]);
     }

@@ -31,7 +31,10 @@ pub fn points(chapter: &Chapter, sketch: bool) -> Vec<(Capability, u32)> {
         .filter(|row| {
             !sketch
                 || manifest::sketch(chapter.number).is_some_and(|s| {
-                    s.rows.iter().any(|graded| graded.capability == row.capability)
+                    // A row the sketch leaves out is graded on nothing: no step, no points.
+                    s.rows
+                        .iter()
+                        .any(|graded| graded.capability == row.capability && !graded.is_left_out())
                 })
         })
         .map(|row| {
