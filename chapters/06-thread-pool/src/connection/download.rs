@@ -24,7 +24,7 @@ impl Connection {
         self.add_chunk(first);
     }
 
-    /// Once the client has taken most of the last chunk, reads the next one.
+    /// Once less than a chunk is left unsent, reads the next one.
     pub(super) fn read_more(
         &mut self, event_loop: &mut ServerLoop, token: Token, server: &mut Server,
     ) {
