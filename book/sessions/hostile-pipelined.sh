@@ -6,5 +6,5 @@
 # range: 0..0.5 ch08-async: * peak memory {} MiB
 # range: 0..0.5 ch09-multicore: * peak memory {} MiB
 # range: 0..0.5 ch10-io-uring: * peak memory {} MiB
-# range: 0.3..3 ch11-multishot: * peak memory {} MiB
+# range: 0..0.5 ch11-multishot: * peak memory {} MiB
 $ cargo run -p suite -- --only pipelined 2>/dev/null | grep MiB | sort | cut -c1-100
