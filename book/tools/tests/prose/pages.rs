@@ -84,7 +84,8 @@ impl Page {
 /// once), and the pages about all of them. A chapter's page speaks of that chapter, the one
 /// before and the one after, `shared` and the suite; the others of every chapter.
 pub fn checked_pages() -> Vec<Page> {
-    const ABOUT_ALL: &[&str] = &["hostile-clients.md", "shared.md", "course.md", "your-server.md"];
+    const ABOUT_ALL: &[&str] =
+        &["hostile-clients.md", "shared.md", "course.md", "your-server.md", "teaching.md"];
     let src = repository().join("book/src");
     let chapters = chapter_folders();
     let scope_of = |chapter: Option<u32>| -> Vec<String> {
