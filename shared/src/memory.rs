@@ -10,7 +10,9 @@
 //! `malloc_trim(3)` asks the allocator to give back every whole page it holds free. Doing
 //! so while the server is busy would be waste (the next requests fault the pages in again),
 //! so a thread of ours looks once a second at how much CPU time the process has used, and
-//! trims once when a second passes with (almost) none after one that was busy.
+//! trims when a second passes with (almost) none, if the process has done anything since
+//! the last trim. "Anything", not "a busy second": freeing is cheap, and on a loaded machine
+//! a burst's last frees can fall in a second that looks idle.
 //!
 //! Only with glibc, Linux's usual C library. Other systems' allocators have their own rules
 //! for giving memory back, and there this module does nothing.
@@ -36,19 +38,19 @@ pub fn give_back_when_idle() {
     }
 }
 
-/// The thread: trims once each time the process falls idle after being busy.
+/// The thread: trims once each time the process falls idle after doing something.
 fn watch() {
     let mut used = cpu_time();
-    let mut busy = false;
+    let mut at_last_trim = used;
     loop {
         thread::sleep(EVERY);
         let now = cpu_time();
         let idle = now.saturating_sub(used) < IDLE_BELOW;
         used = now;
-        if idle && busy {
+        if idle && now.saturating_sub(at_last_trim) >= IDLE_BELOW {
             trim();
+            at_last_trim = cpu_time(); // the trim's own time is not work to trim after
         }
-        busy = !idle;
     }
 }
 
