@@ -55,16 +55,30 @@ const CLOSED_HERE: [&str; 5] = ["FIN-WAIT-1", "FIN-WAIT-2", "CLOSING", "LAST-ACK
 pub const NO_SOCKET_QUEUES: &str = "missing measurement on this system: the kernel's socket \
     queues (`ss`, Linux's /proc/net/tcp, or `netstat`), which show what the server has read";
 
-/// The TCP sockets whose local port is `port`, from `ss`, else `/proc/net/tcp`, else
-/// `netstat` (macOS, the BSDs).
-fn sockets_on(port: u16) -> Option<Vec<Socket>> {
+/// Which of a port's sockets a question is about.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Which {
+    /// Only the listening ones: the kernel then walks its small table of listeners alone.
+    Listening,
+    /// Its connections too: the kernel walks every connection it has, and after a flood
+    /// that is tens of thousands closed ones in TIME-WAIT; a question of `ss` then costs
+    /// tens of milliseconds of CPU.
+    All,
+}
+
+/// The TCP sockets whose local port is `port` (only the listening ones if `which` says
+/// so), from `ss`, else `/proc/net/tcp`, else `netstat` (macOS, the BSDs).
+fn sockets_on(port: u16, which: Which) -> Option<Vec<Socket>> {
     static HAVE_SS: OnceLock<bool> = OnceLock::new();
+    let mut sockets = None;
     if *HAVE_SS.get_or_init(|| Command::new("ss").arg("-V").output().is_ok()) {
-        if let Some(sockets) = from_ss(port) {
-            return Some(sockets);
-        }
+        sockets = from_ss(port, which);
     }
-    from_proc(port).or_else(|| from_netstat(port))
+    let mut sockets = sockets.or_else(|| from_proc(port)).or_else(|| from_netstat(port))?;
+    if which == Which::Listening {
+        sockets.retain(|socket| socket.listening);
+    }
+    Some(sockets)
 }
 
 /// Does this system list its sockets' queues at all? Asked once: a listener of our own,
@@ -82,9 +96,10 @@ pub fn can_list_sockets() -> bool {
 /// `ss -tanH 'sport = :PORT'` prints one socket per line:
 /// `ESTAB  0  0  127.0.0.1:41539  127.0.0.1:47180` (state, receive queue, send queue,
 /// local address, peer address).
-fn from_ss(port: u16) -> Option<Vec<Socket>> {
+fn from_ss(port: u16, which: Which) -> Option<Vec<Socket>> {
+    let states = if which == Which::Listening { "-tlnH" } else { "-tanH" };
     let output = Command::new("ss")
-        .args(["-tanH", &format!("sport = :{port}")])
+        .args([states, &format!("sport = :{port}")])
         .output()
         .ok()
         .filter(|output| output.status.success())?;
@@ -211,11 +226,11 @@ fn parse_netstat(connections: &str, listening: &str, port: u16) -> Vec<Socket> {
 /// kernel cannot show us this socket (no `ss` and no `/proc`, or not listed), so we
 /// cannot tell.
 fn wait_for(
-    port: u16, timeout: Duration, done: impl Fn(&[Socket]) -> Option<bool>,
+    port: u16, which: Which, timeout: Duration, done: impl Fn(&[Socket]) -> Option<bool>,
 ) -> Option<bool> {
     let deadline = Instant::now() + timeout;
     loop {
-        match sockets_on(port).as_deref().map(&done)? {
+        match sockets_on(port, which).as_deref().map(&done)? {
             Some(true) => return Some(true),
             None => return None,
             Some(false) if Instant::now() >= deadline => return Some(false),
@@ -242,7 +257,7 @@ pub fn wait_until_unread_at_most(
     let (Ok(local), Ok(server)) = (client.local_addr(), client.peer_addr()) else {
         return None;
     };
-    wait_for(server.port(), timeout, |sockets| {
+    wait_for(server.port(), Which::All, timeout, |sockets| {
         sockets
             .iter()
             .find(|socket| !socket.listening && socket.remote_port == local.port())
@@ -255,7 +270,7 @@ pub fn wait_until_unread_at_most(
 /// chapter 9, each loop has its own). `Some(true)` if that was seen, `Some(false)` if
 /// connections still waited at the deadline, `None` if the kernel cannot tell us.
 pub fn wait_until_accepted(server: SocketAddr, timeout: Duration) -> Option<bool> {
-    wait_for(server.port(), timeout, |sockets| {
+    wait_for(server.port(), Which::Listening, timeout, |sockets| {
         let mut listening = sockets.iter().filter(|socket| socket.listening).peekable();
         listening.peek()?;
         Some(listening.all(|socket| socket.receive_queue == 0))
@@ -266,7 +281,7 @@ pub fn wait_until_accepted(server: SocketAddr, timeout: Duration) -> Option<bool
 /// handshake done, in its listening sockets' queues, and how many handshakes are still
 /// half done (the queue was full). `None` if the kernel cannot tell us.
 pub fn not_accepted(server: SocketAddr) -> Option<(u64, usize)> {
-    let sockets = sockets_on(server.port())?;
+    let sockets = sockets_on(server.port(), Which::All)?;
     let queued = sockets.iter().filter(|socket| socket.listening).map(|s| s.receive_queue);
     Some((queued.sum(), sockets.iter().filter(|socket| socket.half_open).count()))
 }
@@ -282,7 +297,7 @@ pub fn wait_until_closed_by_server(client: &TcpStream, timeout: Duration) -> Opt
     let (Ok(local), Ok(server)) = (client.local_addr(), client.peer_addr()) else {
         return None;
     };
-    wait_for(server.port(), timeout, |sockets| {
+    wait_for(server.port(), Which::All, timeout, |sockets| {
         match sockets.iter().find(|socket| !socket.listening && socket.remote_port == local.port())
         {
             Some(socket) => Some(socket.closed_here),
@@ -304,7 +319,7 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let address = listener.local_addr().unwrap();
         let mut client = TcpStream::connect(address).unwrap();
-        let listed = |port| sockets_on(port).is_some_and(|sockets| !sockets.is_empty());
+        let listed = |port| sockets_on(port, Which::All).is_some_and(|sockets| !sockets.is_empty());
         if !listed(address.port()) {
             print_uncaptured(
                 "SKIPPED: kernel::sees_accept_and_read: neither `ss` nor /proc/net/tcp \
@@ -446,7 +461,9 @@ tcp4  0/0/128                          *.22
             let socket = sockets?.into_iter().find(|socket| socket.listening)?;
             Some(socket.receive_queue)
         };
-        let (Some(ss), Some(proc)) = (listening(from_ss(port)), listening(from_proc(port))) else {
+        let (Some(ss), Some(proc)) =
+            (listening(from_ss(port, Which::All)), listening(from_proc(port)))
+        else {
             print_uncaptured(
                 "SKIPPED: kernel::ss_and_proc_agree: `ss` or /proc/net/tcp is missing \
                  here, so there is nothing to compare",
