@@ -13,11 +13,13 @@
 //! is in FIN-WAIT-1 even while the data it wrote before the close still waits for a client
 //! that reads nothing. That is how a probe sees a send timeout fire.
 //!
-//! We ask with `ss` (iproute2), which filters inside the kernel, and fall back to reading
-//! `/proc/net/tcp` ourselves. (The fallback is slow on a machine that has just run a
-//! benchmark: it lists every one of up to 100 000 closed connections still in TIME_WAIT.
-//! Even `ss` then takes tens of milliseconds, as the kernel walks them all, so a probe asks
-//! a handful of times, never once per byte.)
+//! On Linux, a question about one connection is asked of the kernel by the connection's
+//! addresses ([`crate::sock_diag`]), and a question about a port's listeners with `ss -l`
+//! (iproute2), which filters inside the kernel; where netlink or `ss` cannot be used, we
+//! list the port's sockets with `ss` or read `/proc/net/tcp` ourselves. (A listing is slow
+//! on a machine that has just run a benchmark or a flood: it walks every one of up to
+//! 100 000 closed connections still in TIME_WAIT, tens of milliseconds a question, so a
+//! probe asks a handful of times, never once per byte.)
 //! macOS and the BSDs have neither: there `netstat` lists the connections with their
 //! queues, and `netstat -L` the listening sockets' queues of connections not yet accepted.
 //! Where nothing lists the socket (a server on another machine) the waits return `None` at
@@ -218,25 +220,74 @@ fn parse_netstat(connections: &str, listening: &str, port: u16) -> Vec<Socket> {
     sockets
 }
 
-/// Asks the kernel again and again until `done` says yes, or `timeout` passes. `done` answers `None`
-/// when the socket it looks for is not listed: then there is nothing to wait for.
+/// Asks the kernel again and again (`look`) until it says yes, or `timeout` passes.
+/// `look` answers `None` when the socket it looks for is not listed: then there is
+/// nothing to wait for.
 ///
 /// The answer, as the public waits below give it: `Some(true)`, it happened;
 /// `Some(false)`, the kernel showed it had still not happened at the deadline; `None`, the
 /// kernel cannot show us this socket (no `ss` and no `/proc`, or not listed), so we
 /// cannot tell.
-fn wait_for(
-    port: u16, which: Which, timeout: Duration, done: impl Fn(&[Socket]) -> Option<bool>,
-) -> Option<bool> {
+fn wait_for(timeout: Duration, look: impl Fn() -> Option<bool>) -> Option<bool> {
     let deadline = Instant::now() + timeout;
     loop {
-        match sockets_on(port, which).as_deref().map(&done)? {
-            Some(true) => return Some(true),
-            None => return None,
-            Some(false) if Instant::now() >= deadline => return Some(false),
+        match look()? {
+            true => return Some(true),
+            false if Instant::now() >= deadline => return Some(false),
             // The kernel offers no way to be told, so we look again shortly.
-            Some(false) => thread::sleep(Duration::from_millis(5)),
+            false => thread::sleep(Duration::from_millis(5)),
         }
+    }
+}
+
+/// What the kernel holds for the server's end of a client's connection.
+enum ServerEnd {
+    /// The connection, as the kernel lists it.
+    Open(Socket),
+    /// Gone (closed and let go, or in TIME-WAIT), while the server still listens.
+    Gone,
+    /// Not listed, nor a listener on its port: we cannot tell.
+    Unknown,
+}
+
+/// The server's end of `client`'s connection. On Linux, looked up by its addresses
+/// ([`crate::sock_diag`]: one probe of the kernel's table); where that cannot be asked,
+/// found in the list of the port's sockets.
+fn server_end(client: &TcpStream) -> ServerEnd {
+    let (Ok(local), Ok(server)) = (client.local_addr(), client.peer_addr()) else {
+        return ServerEnd::Unknown;
+    };
+    #[cfg(target_os = "linux")]
+    {
+        use crate::sock_diag::{self, CLOSE, CLOSING, FIN_WAIT1, FIN_WAIT2, LAST_ACK, SYN_RECV};
+        match sock_diag::lookup(server, local) {
+            Ok(None) => return ServerEnd::Unknown,
+            Ok(Some(found)) if [sock_diag::LISTEN, sock_diag::TIME_WAIT].contains(&found.state) => {
+                return ServerEnd::Gone
+            }
+            Ok(Some(found)) => {
+                return ServerEnd::Open(Socket {
+                    local_port: server.port(),
+                    remote_port: local.port(),
+                    listening: false,
+                    receive_queue: u64::from(found.receive_queue),
+                    closed_here: [FIN_WAIT1, FIN_WAIT2, CLOSING, LAST_ACK, CLOSE]
+                        .contains(&found.state),
+                    half_open: found.state == SYN_RECV,
+                });
+            }
+            Err(_) => {} // no netlink here: ask as elsewhere
+        }
+    }
+    let Some(mut sockets) = sockets_on(server.port(), Which::All) else {
+        return ServerEnd::Unknown;
+    };
+    let listening = sockets.iter().any(|socket| socket.listening);
+    match sockets.iter().position(|socket| !socket.listening && socket.remote_port == local.port())
+    {
+        Some(at) => ServerEnd::Open(sockets.swap_remove(at)),
+        None if listening => ServerEnd::Gone,
+        None => ServerEnd::Unknown,
     }
 }
 
@@ -254,14 +305,9 @@ pub fn wait_until_read(client: &TcpStream, timeout: Duration) -> Option<bool> {
 pub fn wait_until_unread_at_most(
     client: &TcpStream, unread: u64, timeout: Duration,
 ) -> Option<bool> {
-    let (Ok(local), Ok(server)) = (client.local_addr(), client.peer_addr()) else {
-        return None;
-    };
-    wait_for(server.port(), Which::All, timeout, |sockets| {
-        sockets
-            .iter()
-            .find(|socket| !socket.listening && socket.remote_port == local.port())
-            .map(|socket| socket.receive_queue <= unread)
+    wait_for(timeout, || match server_end(client) {
+        ServerEnd::Open(socket) => Some(socket.receive_queue <= unread),
+        ServerEnd::Gone | ServerEnd::Unknown => None,
     })
 }
 
@@ -270,7 +316,8 @@ pub fn wait_until_unread_at_most(
 /// chapter 9, each loop has its own). `Some(true)` if that was seen, `Some(false)` if
 /// connections still waited at the deadline, `None` if the kernel cannot tell us.
 pub fn wait_until_accepted(server: SocketAddr, timeout: Duration) -> Option<bool> {
-    wait_for(server.port(), Which::Listening, timeout, |sockets| {
+    wait_for(timeout, || {
+        let sockets = sockets_on(server.port(), Which::Listening)?;
         let mut listening = sockets.iter().filter(|socket| socket.listening).peekable();
         listening.peek()?;
         Some(listening.all(|socket| socket.receive_queue == 0))
@@ -294,16 +341,10 @@ pub fn not_accepted(server: SocketAddr) -> Option<(u64, usize)> {
 /// `Some(true)` if that was seen, `Some(false)` if the server's end was still open at the
 /// deadline, `None` if the kernel cannot tell us.
 pub fn wait_until_closed_by_server(client: &TcpStream, timeout: Duration) -> Option<bool> {
-    let (Ok(local), Ok(server)) = (client.local_addr(), client.peer_addr()) else {
-        return None;
-    };
-    wait_for(server.port(), Which::All, timeout, |sockets| {
-        match sockets.iter().find(|socket| !socket.listening && socket.remote_port == local.port())
-        {
-            Some(socket) => Some(socket.closed_here),
-            // Gone from the list: closed, if the list shows the server at all.
-            None => sockets.iter().any(|socket| socket.listening).then_some(true),
-        }
+    wait_for(timeout, || match server_end(client) {
+        ServerEnd::Open(socket) => Some(socket.closed_here),
+        ServerEnd::Gone => Some(true),
+        ServerEnd::Unknown => None,
     })
 }
 

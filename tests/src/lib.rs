@@ -58,4 +58,6 @@ pub mod response;
 pub mod selection;
 pub mod server;
 pub mod site;
+#[cfg(target_os = "linux")]
+pub mod sock_diag;
 pub mod upstream;
