@@ -27,9 +27,12 @@ fn students_program(test: &str) -> Option<PathBuf> {
     let folder = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("a student's server");
     std::fs::create_dir_all(&folder).expect("a folder for the copy");
     // One file per test and process: a copy written over a program another test is
-    // starting makes that start fail ("Text file busy").
+    // starting makes that start fail ("Text file busy"). And copied by `cp`, not here: a
+    // file this process holds open to write is inherited by the child any other test forks
+    // in that moment, until it execs, and running the copy meanwhile fails the same way.
     let copy = folder.join(format!("server-{}-{test}", std::process::id()));
-    std::fs::copy(&built, &copy).expect("copy chapter 1's program");
+    let copied = Command::new("cp").arg(&built).arg(&copy).status().expect("cp runs");
+    assert!(copied.success(), "copy chapter 1's program");
     Some(copy)
 }
 

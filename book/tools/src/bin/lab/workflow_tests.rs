@@ -74,19 +74,15 @@ fn grade_sh_runs_the_workflows_steps_here() {
     let words = ["--handout", "3", &lab.display().to_string()].map(String::from);
     let request = crate::parse_args(words.into_iter()).expect("accepted").expect("a request");
     assert!(crate::make(&request).is_ok(), "the handout is made");
-    // Built where the suite builds the chapters (`<target>/tmp/suite-bins`, beside this
-    // test's `<target>/debug/deps/`): the crates the handout shares with them (nix, libc,
-    // socket2) are built there already, and a cold `cargo test` is seconds shorter.
-    let target = std::env::current_exe()
-        .ok()
-        .and_then(|exe| Some(exe.parent()?.parent()?.parent()?.join("tmp/suite-bins")))
-        .unwrap_or_else(|| scratch.0.join("target"));
     let step = |arguments: &[&str]| {
         Command::new("./grade.sh")
             .args(arguments)
             .current_dir(&lab)
             .env("GRADE_PROFILE", "dev")
-            .env("CARGO_TARGET_DIR", &target)
+            // A folder of its own, never one the workbook builds in: the handout's `shared`
+            // sits at the same path within its workspace as the workbook's, so Cargo gives
+            // both the same file names, and one build would take the other's for its own.
+            .env("CARGO_TARGET_DIR", scratch.0.join("target"))
             .env("CARGO_NET_OFFLINE", "true")
             .output()
             .expect("grade.sh runs")
