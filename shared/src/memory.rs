@@ -10,15 +10,19 @@
 //! `malloc_trim(3)` asks the allocator to give back every whole page it holds free. Doing
 //! so while the server is busy would be waste (the next requests fault the pages in again),
 //! so a thread of ours looks once a second at how much CPU time the process has used, and
-//! trims when a second passes with (almost) none, if the process has done anything since
-//! the last trim. "Anything", not "a busy second": freeing is cheap, and on a loaded machine
-//! a burst's last frees can fall in a second that looks idle.
+//! trims when a second passes with (almost) none, if the process has done anything at all
+//! since the last trim. "Anything at all", not "a busy second": freeing is cheap. When
+//! clients read a burst's answers slowly, the server sits idle while they do, and trims
+//! then, with their buffers still in use; the buffers are freed as the last of them leave,
+//! which takes a few microseconds each, and that must be reason enough to trim again.
 //!
 //! Only with glibc, Linux's usual C library. Other systems' allocators have their own rules
 //! for giving memory back, and there this module does nothing.
 
 use std::thread;
 use std::time::Duration;
+
+use nix::time::{clock_gettime, ClockId};
 
 /// How often the thread looks.
 const EVERY: Duration = Duration::from_secs(1);
@@ -40,24 +44,33 @@ pub fn give_back_when_idle() {
 
 /// The thread: trims once each time the process falls idle after doing something.
 fn watch() {
-    let mut used = cpu_time();
-    let mut at_last_trim = used;
+    let mut used = cpu_time(ClockId::CLOCK_PROCESS_CPUTIME_ID);
+    let mut others_at_last_trim = others_cpu_time();
     loop {
         thread::sleep(EVERY);
-        let now = cpu_time();
+        let now = cpu_time(ClockId::CLOCK_PROCESS_CPUTIME_ID);
         let idle = now.saturating_sub(used) < IDLE_BELOW;
         used = now;
-        if idle && now.saturating_sub(at_last_trim) >= IDLE_BELOW {
+        // Our own reads of the clock and trims are not work to trim after: the other
+        // threads' time is.
+        let others = others_cpu_time();
+        if idle && others > others_at_last_trim {
             trim();
-            at_last_trim = cpu_time(); // the trim's own time is not work to trim after
+            others_at_last_trim = others;
         }
     }
 }
 
-/// CPU time the whole process has used so far (every thread's).
-fn cpu_time() -> Duration {
-    use nix::time::{clock_gettime, ClockId};
-    clock_gettime(ClockId::CLOCK_PROCESS_CPUTIME_ID).map_or(Duration::ZERO, Duration::from)
+/// CPU time the process's threads other than this one have used so far.
+fn others_cpu_time() -> Duration {
+    let process = cpu_time(ClockId::CLOCK_PROCESS_CPUTIME_ID);
+    process.saturating_sub(cpu_time(ClockId::CLOCK_THREAD_CPUTIME_ID))
+}
+
+/// CPU time used so far by the whole process (`CLOCK_PROCESS_CPUTIME_ID`, every thread's)
+/// or by the calling thread (`CLOCK_THREAD_CPUTIME_ID`).
+fn cpu_time(clock: ClockId) -> Duration {
+    clock_gettime(clock).map_or(Duration::ZERO, Duration::from)
 }
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]

@@ -279,6 +279,7 @@ pub fn memory_after_a_storm(target: &Target) -> Probed {
     let clients = if takes_everyone(&server) { STORM_CLIENTS } else { STORM_CLIENTS_ONE_AT_A_TIME };
     storm(&server, clients, &request, &body, &posted)?;
     let answered = Instant::now();
+    let cpu_at_answer = resources::cpu_time(pid);
     let peak = measured(resources::memory(pid), resources::NO_MEMORY)?;
     let growth = loop {
         let now = measured(resources::memory(pid), resources::NO_MEMORY)?;
@@ -290,6 +291,13 @@ pub fn memory_after_a_storm(target: &Target) -> Probed {
         thread::sleep(Duration::from_millis(50));
     };
     let storms = format!("{clients} clients each sent {posted} at once");
+    // For a failure's message: a server still busy never looked idle enough to give back.
+    let cpu_meanwhile = match (cpu_at_answer, resources::cpu_time(pid)) {
+        (Some(before), Some(after)) => {
+            format!("; it used {} of CPU meanwhile", seconds(after.saturating_sub(before)))
+        }
+        _ => String::new(),
+    };
     // Shown with `cargo test -p suite memory_after -- --nocapture`: the measurement.
     println!(
         "{}: after {storms} and left: resident memory {} over {} at rest, {} after the last answer \
@@ -304,7 +312,7 @@ pub fn memory_after_a_storm(target: &Target) -> Probed {
         growth <= STORM_GROWTH_BOUND,
         "after {storms} (each read its answer and left), {} after the last answer the \
          server's resident memory was still {} over what it was at rest {}: what the storm \
-         freed was kept (by the allocator?), not given back to the system",
+         freed was kept (by the allocator?), not given back to the system{cpu_meanwhile}",
         seconds(STORM_GIVEN_BACK_WITHIN),
         mebibytes(growth),
         growth_note(at_rest.resident, STORM_GROWTH_BOUND)
