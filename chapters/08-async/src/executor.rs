@@ -13,7 +13,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
-use std::future::Future;
+use std::future::{poll_fn, Future};
 use std::io;
 use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
@@ -43,7 +43,7 @@ thread_local! {
     /// Tasks spawned and not yet taken in by the executor: `spawn` works from anywhere on
     /// the loop's thread, inside a task too, while the executor is busy polling.
     static SPAWNED: RefCell<Vec<Task>> = const { RefCell::new(Vec::new()) };
-    /// What the task being polled may still read and write in this poll (see `spend`).
+    /// What the task being polled may still read, write and answer in this poll (`spend`).
     static BUDGET: Cell<u32> = const { Cell::new(BUDGET_PER_POLL) };
 }
 
@@ -54,7 +54,8 @@ pub fn spawn(future: impl Future<Output = ()> + 'static) {
 // ANCHOR_END: spawn
 
 // ANCHOR: budget
-/// How many reads and writes a task may make in one poll. Tokio's budget is the same idea.
+/// How many reads, writes and answers a task may make in one poll. Tokio's budget is the
+/// same idea.
 const BUDGET_PER_POLL: u32 = 32;
 
 /// Spends one of the running task's reads or writes: `Ready` while it has some left.
@@ -70,6 +71,14 @@ pub fn spend(cx: &mut Context) -> Poll<()> {
     }
     BUDGET.set(left - 1);
     Poll::Ready(())
+}
+
+/// Spends one of the running task's budget on an answer (`Client::serve` makes each one
+/// pay): a read of 16 KiB may bring four hundred pipelined requests, and answering them
+/// all before the next `.await` would hold the thread however few reads it took. `Pending`,
+/// woken for next turn, once the budget is spent (Tokio's `consume_budget`).
+pub async fn consume_budget() {
+    poll_fn(spend).await;
 }
 // ANCHOR_END: budget
 

@@ -205,3 +205,25 @@ fn a_turn_returns_once_it_has_run_its_tasks() {
 /// to them too, so that they ask only for what its own code does.
 #[path = "executor_api_tests.rs"]
 mod lab_api;
+
+#[test]
+fn answers_spend_the_budget_too() {
+    // A task that makes answers and never waits for a socket: a read that brought
+    // hundreds of pipelined requests. Each answer spends one of the budget, so it too
+    // gives the others their turn.
+    let mut executor = Executor::new().expect("executor");
+    let (answers, other_ran) = (Rc::new(Cell::new(0u32)), Rc::new(Cell::new(false)));
+    let (task_answers, task_ran) = (answers.clone(), other_ran.clone());
+    spawn(async move {
+        loop {
+            consume_budget().await;
+            task_answers.set(task_answers.get() + 1);
+        }
+    });
+    spawn(async move { task_ran.set(true) });
+    turn(&mut executor);
+    assert_eq!(answers.get(), BUDGET_PER_POLL, "one poll: one budget's worth of answers");
+    assert!(other_ran.get(), "and the other task ran in the same turn");
+    turn(&mut executor);
+    assert_eq!(answers.get(), 2 * BUDGET_PER_POLL, "woken to go on, next turn");
+}

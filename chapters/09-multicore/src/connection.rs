@@ -30,7 +30,7 @@ use crate::net::Async;
 use crate::race::{race, Winner};
 use crate::sync::OnDrop;
 use crate::time::{sleep, timeout};
-use crate::{upstream, Server};
+use crate::{executor, upstream, Server};
 
 /// Backpressure, as in chapters 3-7: past this much unsent output we send before answering
 /// more; past this much received and not yet answered, we stop reading.
@@ -127,6 +127,7 @@ impl Client {
                 }
             };
             let keep_alive = self.respond(&response, framing, server);
+            executor::consume_budget().await; // an answer costs as a read does
             if let Some((chunk, length)) = file.filter(|_| !framing.head_only) {
                 self.send_file(chunk, length, server).await?;
             }
