@@ -138,17 +138,20 @@ fn run(options: &Options, args: &[String]) -> Result<(), String> {
         }
     }
     eprintln!("bench: building load (release)");
-    // Our load generator lives in the `suite` package, beside the HTTP suite; if that does
-    // not build right now, the `load` built together with this harness will do.
-    let load_program = targets::build(&workspace, "suite", "load").or_else(|why| {
-        let beside = std::env::current_exe()
-            .ok()
-            .and_then(|exe| Some(exe.parent()?.join("load")))
-            .filter(|path| path.is_file())
-            .ok_or_else(|| format!("{why}, and there is no `load` beside this harness"))?;
-        eprintln!("bench: {why}; using {}", beside.display());
-        Ok::<PathBuf, String>(beside)
-    })?;
+    // Our load generator is a program of this harness's own package (named so, not typed:
+    // when the tools moved out of `suite`, a typed name went on building the old one,
+    // which only says where the tools went); if that does not build right now, the `load`
+    // built together with this harness will do.
+    let load_program =
+        targets::build(&workspace, env!("CARGO_PKG_NAME"), "load").or_else(|why| {
+            let beside = std::env::current_exe()
+                .ok()
+                .and_then(|exe| Some(exe.parent()?.join("load")))
+                .filter(|path| path.is_file())
+                .ok_or_else(|| format!("{why}, and there is no `load` beside this harness"))?;
+            eprintln!("bench: {why}; using {}", beside.display());
+            Ok::<PathBuf, String>(beside)
+        })?;
 
     let temp = TempDir::new("workbook-bench")
         .map_err(|error| format!("cannot make a temporary folder: {error}"))?;
