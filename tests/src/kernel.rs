@@ -53,6 +53,38 @@ struct Socket {
 /// CLOSING, LAST-ACK (and CLOSE, on its way out), as `ss` names them.
 const CLOSED_HERE: [&str; 5] = ["FIN-WAIT-1", "FIN-WAIT-2", "CLOSING", "LAST-ACK", "UNCONN"];
 
+/// Linux's numbers for the TCP states we tell apart (`include/net/tcp_states.h`): what
+/// `/proc/net/tcp` prints, in hex, and what [`crate::sock_diag`] answers.
+pub(crate) mod tcp_state {
+    pub const SYN_RECV: u8 = 3;
+    pub const FIN_WAIT1: u8 = 4;
+    pub const FIN_WAIT2: u8 = 5;
+    pub const TIME_WAIT: u8 = 6;
+    pub const CLOSE: u8 = 7;
+    pub const LAST_ACK: u8 = 9;
+    pub const LISTEN: u8 = 10;
+    pub const CLOSING: u8 = 11;
+    /// The same states as [`super::CLOSED_HERE`].
+    pub const CLOSED_HERE: [u8; 5] = [FIN_WAIT1, FIN_WAIT2, CLOSE, LAST_ACK, CLOSING];
+}
+
+impl Socket {
+    /// A socket as Linux numbers its state. `None` in TIME-WAIT: a closed connection that
+    /// only happened to use the same ports.
+    fn from_linux(
+        local_port: u16, remote_port: u16, state: u8, receive_queue: u64,
+    ) -> Option<Socket> {
+        (state != tcp_state::TIME_WAIT).then_some(Socket {
+            local_port,
+            remote_port,
+            listening: state == tcp_state::LISTEN,
+            receive_queue,
+            closed_here: tcp_state::CLOSED_HERE.contains(&state),
+            half_open: state == tcp_state::SYN_RECV,
+        })
+    }
+}
+
 /// The line a probe skips with where this system lists no sockets (see [`can_list_sockets`]).
 pub const NO_SOCKET_QUEUES: &str = "missing measurement on this system: the kernel's socket \
     queues (`ss`, Linux's /proc/net/tcp, or `netstat`), which show what the server has read";
@@ -148,19 +180,11 @@ fn from_proc(port: u16) -> Option<Vec<Socket>> {
             let mut fields = line.split_whitespace().skip(1);
             let local_port = port_of(fields.next()?)?;
             let remote_port = port_of(fields.next()?)?;
-            let state = fields.next()?;
+            let state = u8::from_str_radix(fields.next()?, 16).ok()?;
             let (_, receive_queue) = fields.next()?.split_once(':')?;
-            Some(Socket {
-                local_port,
-                remote_port,
-                listening: state == "0A",
-                receive_queue: u64::from_str_radix(receive_queue, 16).ok()?,
-                // FIN_WAIT1, FIN_WAIT2, CLOSE, LAST_ACK, CLOSING: the same states as above.
-                closed_here: ["04", "05", "07", "09", "0B"].contains(&state),
-                half_open: state == "03",
-            })
-            // TIME_WAIT (06): a closed connection that happened to use the same ports.
-            .filter(|socket| socket.local_port == port && state != "06")
+            let receive_queue = u64::from_str_radix(receive_queue, 16).ok()?;
+            Socket::from_linux(local_port, remote_port, state, receive_queue)
+                .filter(|socket| socket.local_port == port)
         })
         .collect();
     Some(sockets)
@@ -258,26 +282,18 @@ fn server_end(client: &TcpStream) -> ServerEnd {
         return ServerEnd::Unknown;
     };
     #[cfg(target_os = "linux")]
-    {
-        use crate::sock_diag::{self, CLOSE, CLOSING, FIN_WAIT1, FIN_WAIT2, LAST_ACK, SYN_RECV};
-        match sock_diag::lookup(server, local) {
-            Ok(None) => return ServerEnd::Unknown,
-            Ok(Some(found)) if [sock_diag::LISTEN, sock_diag::TIME_WAIT].contains(&found.state) => {
-                return ServerEnd::Gone
-            }
-            Ok(Some(found)) => {
-                return ServerEnd::Open(Socket {
-                    local_port: server.port(),
-                    remote_port: local.port(),
-                    listening: false,
-                    receive_queue: u64::from(found.receive_queue),
-                    closed_here: [FIN_WAIT1, FIN_WAIT2, CLOSING, LAST_ACK, CLOSE]
-                        .contains(&found.state),
-                    half_open: found.state == SYN_RECV,
-                });
-            }
-            Err(_) => {} // no netlink here: ask as elsewhere
+    match crate::sock_diag::lookup(server, local) {
+        Ok(None) => return ServerEnd::Unknown,
+        // No such connection: the lookup fell back to the listener.
+        Ok(Some(found)) if found.state == tcp_state::LISTEN => return ServerEnd::Gone,
+        Ok(Some(found)) => {
+            let queue = u64::from(found.receive_queue);
+            return match Socket::from_linux(server.port(), local.port(), found.state, queue) {
+                Some(socket) => ServerEnd::Open(socket),
+                None => ServerEnd::Gone, // in TIME-WAIT
+            };
         }
+        Err(_) => {} // no netlink here: ask as elsewhere
     }
     let Some(mut sockets) = sockets_on(server.port(), Which::All) else {
         return ServerEnd::Unknown;

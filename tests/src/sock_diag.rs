@@ -13,25 +13,15 @@ use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
 
+use nix::errno::Errno;
 use nix::sys::socket::{
     self, AddressFamily, MsgFlags, NetlinkAddr, SockFlag, SockProtocol, SockType,
 };
 
-/// The kernel's numbers for the TCP states the suite tells apart (`include/net/tcp_states.h`).
-pub const ESTABLISHED: u8 = 1;
-pub const SYN_RECV: u8 = 3;
-pub const FIN_WAIT1: u8 = 4;
-pub const FIN_WAIT2: u8 = 5;
-pub const TIME_WAIT: u8 = 6;
-pub const CLOSE: u8 = 7;
-pub const LAST_ACK: u8 = 9;
-pub const LISTEN: u8 = 10;
-pub const CLOSING: u8 = 11;
-
 /// What the kernel holds for one end of a connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Found {
-    /// Its TCP state, one of the numbers above (or another of `tcp_states.h`).
+    /// Its TCP state, as Linux numbers them ([`crate::kernel::tcp_state`]).
     pub state: u8,
     /// Bytes received that the program has not read (for a listener: connections not
     /// yet accepted), as `ss` shows them under Recv-Q.
@@ -57,7 +47,7 @@ const RECEIVE_QUEUE_AT: usize = 16 + 4 + 48 + 4;
 
 /// The socket whose own address is `local` and whose peer is `remote`. The kernel's
 /// lookup falls back to a listener on `local` when there is no such connection: that
-/// answer says [`LISTEN`]. `Ok(None)`: neither exists. `Err`: the kernel would not be
+/// answer says `LISTEN`. `Ok(None)`: neither exists. `Err`: the kernel would not be
 /// asked this way here (no netlink, or forbidden); ask `ss`.
 pub fn lookup(local: SocketAddr, remote: SocketAddr) -> io::Result<Option<Found>> {
     let family = match (local.ip(), remote.ip()) {
@@ -111,7 +101,7 @@ fn address_bytes(address: IpAddr) -> [u8; 16] {
 pub(crate) fn parse(answer: &[u8]) -> io::Result<Option<Found>> {
     match u16::from_ne_bytes(field(answer, 4)?) {
         NLMSG_ERROR => match -i32::from_ne_bytes(field(answer, 16)?) {
-            2 => Ok(None), // ENOENT
+            errno if errno == Errno::ENOENT as i32 => Ok(None),
             errno => Err(io::Error::from_raw_os_error(errno)),
         },
         SOCK_DIAG_BY_FAMILY => Ok(Some(Found {

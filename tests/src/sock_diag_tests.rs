@@ -1,9 +1,13 @@
 use super::*;
+use crate::kernel::tcp_state::{FIN_WAIT1, FIN_WAIT2, LAST_ACK, LISTEN};
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
+
+/// TCP_ESTABLISHED in `tcp_states.h` (the suite itself only tells the other states apart).
+const ESTABLISHED: u8 = 1;
 
 /// Looks up the server's end of `client` until `wanted` holds of it, or a second passes.
 fn server_end_until(

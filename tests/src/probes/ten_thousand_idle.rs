@@ -460,9 +460,9 @@ fn rules() -> Vec<Rule> {
         rule("ten_thousand_idle_slowdown", CONNECTIONS_TOPIC, format!(
             "{} `GET /hello` in a row on one connection (or as many as {} allows, counted at \
              their pace), timed with no other client and then with {} idle ones: the second \
-             time is at most {}× the first (the fastest of several rounds counts). A server that accepts `--backend poll` is timed that way too, and \
-             must then be slower than that; a `backend` line in its `/stats`, if any, says \
-             `backend poll`.",
+             time is at most {}× the first (the fastest of several rounds counts). A server \
+             that accepts `--backend poll` is timed that way too, and must then be slower \
+             than that; a `backend` line in its `/stats`, if any, says `backend poll`.",
             BUSY_ROUND, secs(ROUND_LIMIT), count(IDLE_CLIENTS), SLOWDOWN_BOUND)),
     ]
 }
